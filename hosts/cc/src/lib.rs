@@ -1,0 +1,84 @@
+//! Congestion-control algorithms as pure state machines.
+//!
+//! An algorithm never touches a socket or a clock: the datapath feeds it
+//! events (sends, ACK samples, losses, timeouts, ticks) stamped with the
+//! datapath's clock, and reads back a window and/or a pacing rate. The same
+//! code is therefore unit-tested with scripted events and run unchanged on
+//! every datapath.
+
+use std::collections::BTreeMap;
+
+/// What the datapath learned from one ACK.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AckSample {
+    /// Datapath clock, nanoseconds (monotonic, arbitrary origin).
+    pub now_ns: u64,
+    /// Bytes newly acknowledged by this ACK (cumulative + selective).
+    pub acked_bytes: u64,
+    /// Of `acked_bytes`, how many arrived at the receiver CE-marked.
+    pub ce_bytes: u64,
+    /// RTT measured from the echoed send timestamp, if this ACK gives one.
+    pub rtt_ns: Option<u64>,
+    /// Path maximum queue depth echoed from the switch telemetry shim,
+    /// already normalised to packets by the datapath (hosts never guess
+    /// units: the shim says which unit it carries).
+    pub path_qdepth_pkts: Option<u32>,
+    /// Bytes in flight after this ACK was processed.
+    pub inflight_bytes: u64,
+    /// Number of packets this ACK completed (for per-completion rules
+    /// such as TIMELY's "one update per completion").
+    pub acked_pkts: u32,
+}
+
+/// Static facts about the path/datapath an algorithm may use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathInfo {
+    /// Maximum segment (payload) size in bytes.
+    pub mss: u32,
+    /// Bottleneck line rate in bits/s when known (oracle TIMELY converts
+    /// queue depth to time with it; PCC uses it only as an upper bound).
+    pub line_rate_bps: Option<u64>,
+    /// Initial window in packets.
+    pub init_cwnd_pkts: u32,
+}
+
+impl Default for PathInfo {
+    fn default() -> Self {
+        PathInfo { mss: 1400, line_rate_bps: None, init_cwnd_pkts: 10 }
+    }
+}
+
+/// A congestion-control algorithm. All times are the datapath's clock in ns.
+pub trait CongestionControl: Send {
+    /// Registry name, e.g. "dctcp".
+    fn name(&self) -> &'static str;
+    /// A data packet of `bytes` payload left the sender.
+    fn on_send(&mut self, _now_ns: u64, _bytes: u64) {}
+    fn on_ack(&mut self, sample: &AckSample);
+    /// The datapath declared `lost_bytes` lost (dup-ACK/SACK detection).
+    fn on_loss(&mut self, now_ns: u64, lost_bytes: u64);
+    /// Retransmission timeout fired.
+    fn on_rto(&mut self, now_ns: u64);
+    /// Called periodically (at least every millisecond while a flow is
+    /// active) for algorithms with timers or monitor intervals.
+    fn on_tick(&mut self, _now_ns: u64) {}
+    /// Window limit in bytes; `None` = not window-limited (rate only).
+    fn cwnd_bytes(&self) -> Option<u64>;
+    /// Pacing rate in bits/s; `None` = send as fast as the window allows.
+    fn pacing_rate_bps(&self) -> Option<u64>;
+    /// Algorithm-specific state for logging (e.g. "alpha" for DCTCP).
+    fn state(&self) -> BTreeMap<&'static str, f64> {
+        BTreeMap::new()
+    }
+}
+
+/// Errors from building an algorithm by name.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum CcError {
+    #[error("unknown congestion control '{0}' (see --list-cc)")]
+    UnknownAlgorithm(String),
+    #[error("{algo}: unknown parameter '{param}' (known: {known})")]
+    UnknownParam { algo: String, param: String, known: String },
+    #[error("{algo}: parameter '{param}' = '{value}': {why}")]
+    BadValue { algo: String, param: String, value: String, why: String },
+}

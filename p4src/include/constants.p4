@@ -1,0 +1,52 @@
+// p4cc shared constants. Every number the programs depend on lives here so
+// the docs (docs/wire-format.md, docs/data-plane.md) have one place to cite.
+#ifndef P4CC_CONSTANTS_P4
+#define P4CC_CONSTANTS_P4
+
+const bit<16> ETHERTYPE_IPV4 = 0x0800;
+const bit<8>  IP_PROTO_TCP   = 6;
+const bit<8>  IP_PROTO_UDP   = 17;
+
+// ECN codepoints (RFC 3168).
+const bit<2> ECN_NOT_ECT = 0;
+const bit<2> ECN_ECT1    = 1;
+const bit<2> ECN_ECT0    = 2;
+const bit<2> ECN_CE      = 3;
+
+// Telemetry shim: UDP destination port that announces it, its version, and
+// how many hop records a packet may carry before the stack is full.
+const bit<16> P4CC_SHIM_UDP_PORT = 7360;
+const bit<8>  P4CC_SHIM_VERSION  = 1;
+#define P4CC_MAX_HOPS 4
+const bit<8>  P4CC_MAX_HOPS_B    = P4CC_MAX_HOPS;
+const bit<8>  SHIM_FLAG_OVERFLOW = 0x01;
+const bit<8>  SHIM_LEN_BYTES     = 8;
+const bit<16> HOP_LEN_BYTES      = 20;
+
+// Unit of every queue depth this target writes (shim depth_unit byte).
+const bit<8> DEPTH_UNIT_PACKETS = 0;
+const bit<8> DEPTH_UNIT_CELLS80 = 1;
+
+// Postcards: the clone session the controller binds to the collector port,
+// the field list preserved into the clone, and the postcard's layout.
+const bit<32> POSTCARD_SESSION    = 100;
+const bit<8>  POSTCARD_FIELD_LIST = 1;
+const bit<8>  POSTCARD_VERSION    = 1;
+const bit<16> POSTCARD_UDP_SRC    = 7361;
+const bit<8>  POSTCARD_IP_TTL     = 64;
+// Ethernet 14 + IPv4 20 + UDP 8 + postcard 52.
+const bit<16> POSTCARD_LEN_BYTES  = 52;
+const bit<32> POSTCARD_FRAME_LEN  = 94;
+
+// v1model instance_type values (bmv2 simple_switch).
+const bit<32> INSTANCE_NORMAL    = 0;
+const bit<32> INSTANCE_E2E_CLONE = 2;
+
+// Random loss: a drop happens when a 16-bit uniform draw is below the
+// port's threshold, so threshold = round(p * 65536); 65536 drops all.
+const bit<32> LOSS_SCALE = 65536;
+
+// Per-port arrays (counters) are indexed by the 9-bit v1model port.
+const bit<32> NUM_PORTS = 512;
+
+#endif

@@ -1,0 +1,463 @@
+/*
+ * cc_switch: the p4cc data plane for v1model (bmv2 simple_switch_grpc and
+ * the p4cc embedded target).
+ *
+ * It tells end hosts about congestion in two ways:
+ *   - ECN: an ECT packet becomes CE when the queue it joined at its egress
+ *     port was at least K deep (K per port, set at run time);
+ *   - telemetry: UDP datagrams to P4CC_SHIM_UDP_PORT carry a shim in which
+ *     each hop records its queue, and the path maximum is kept up to date;
+ *     sampled postcards report any packet's queue to a collector.
+ * docs/data-plane.md lists every table, action, counter and register.
+ */
+#include <core.p4>
+#include <v1model.p4>
+
+#include "../include/constants.p4"
+#include "../include/ethernet.p4"
+#include "../include/ipv4.p4"
+#include "../include/tcp.p4"
+#include "../include/udp.p4"
+#include "../include/telemetry.p4"
+
+struct headers_t {
+    ethernet_h                      ethernet;
+    // Postcard headers are valid only on postcard clones.
+    ipv4_h                          pc_ipv4;
+    udp_h                           pc_udp;
+    p4cc_postcard_h                 postcard;
+    ipv4_h                          ipv4;
+    tcp_h                           tcp;
+    udp_h                           udp;
+    p4cc_shim_h                     shim;
+    p4cc_hop_h[P4CC_MAX_HOPS]       hops;
+}
+
+struct local_meta_t {
+    bit<8>  hops_left;
+    bool    shim_len_ok;
+    bool    shim_ok;
+    bit<16> switch_id;
+    bool    dropped;
+    bit<16> l4_src_port;
+    bit<16> l4_dst_port;
+    // What a postcard clone must remember of the packet it reports on:
+    // E2E clones keep headers but lose metadata, and their own queueing
+    // would overwrite the queue fields.
+    @field_list(1) bit<16> pc_ingress_port;
+    @field_list(1) bit<16> pc_egress_port;
+    @field_list(1) bit<32> pc_enq_qdepth;
+    @field_list(1) bit<32> pc_deq_qdepth;
+    @field_list(1) bit<32> pc_deq_timedelta;
+    @field_list(1) bit<64> pc_ingress_ts;
+    @field_list(1) bit<64> pc_egress_ts;
+    @field_list(1) bit<32> pc_pkt_len;
+}
+
+/* ------------------------------------------------------------------ */
+
+parser CcParser(packet_in packet,
+                out headers_t hdr,
+                inout local_meta_t meta,
+                inout standard_metadata_t sm) {
+    state start {
+        packet.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+
+    state parse_ipv4 {
+        packet.extract(hdr.ipv4);
+        // Options or fragments: forward on the IPv4 header alone.
+        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (5, 0, IP_PROTO_TCP): parse_tcp;
+            (5, 0, IP_PROTO_UDP): parse_udp;
+            default: accept;
+        }
+    }
+
+    state parse_tcp {
+        packet.extract(hdr.tcp);
+        meta.l4_src_port = hdr.tcp.src_port;
+        meta.l4_dst_port = hdr.tcp.dst_port;
+        transition accept;
+    }
+
+    state parse_udp {
+        packet.extract(hdr.udp);
+        meta.l4_src_port = hdr.udp.src_port;
+        meta.l4_dst_port = hdr.udp.dst_port;
+        transition select(hdr.udp.dst_port) {
+            P4CC_SHIM_UDP_PORT: parse_shim;
+            default: accept;
+        }
+    }
+
+    // A shim of another version, or claiming more hops than the stack
+    // holds, is left alone: the packet is forwarded untouched.
+    state parse_shim {
+        packet.extract(hdr.shim);
+        meta.hops_left = hdr.shim.hop_count;
+        meta.shim_len_ok = hdr.shim.hop_count <= P4CC_MAX_HOPS_B;
+        transition select(hdr.shim.version, meta.shim_len_ok) {
+            (P4CC_SHIM_VERSION, true): parse_hops;
+            default: accept;
+        }
+    }
+
+    state parse_hops {
+        transition select(meta.hops_left) {
+            0: shim_complete;
+            default: parse_hop;
+        }
+    }
+
+    state parse_hop {
+        packet.extract(hdr.hops.next);
+        meta.hops_left = meta.hops_left - 1;
+        transition parse_hops;
+    }
+
+    state shim_complete {
+        meta.shim_ok = true;
+        transition accept;
+    }
+}
+
+control CcVerifyChecksum(inout headers_t hdr, inout local_meta_t meta) {
+    // Checksums are recomputed on the way out; a bad one is not our call.
+    apply { }
+}
+
+/* ----------------------------- ingress ------------------------------ */
+
+control PortCounters(in bit<9> port) {
+    counter(NUM_PORTS, CounterType.packets_and_bytes) port_packets;
+    apply { port_packets.count((bit<32>)port); }
+}
+
+control Forwarding(inout headers_t hdr,
+                   inout local_meta_t meta,
+                   inout standard_metadata_t sm) {
+    counter(NUM_PORTS, CounterType.packets) ingress_drops;
+
+    action forward(bit<9> port, mac_addr_t dst_mac) {
+        sm.egress_spec = port;
+        // The sender addressed the switch: its MAC becomes our source.
+        hdr.ethernet.src_addr = hdr.ethernet.dst_addr;
+        hdr.ethernet.dst_addr = dst_mac;
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+    }
+
+    action drop() {
+        mark_to_drop(sm);
+        meta.dropped = true;
+    }
+
+    table ipv4_lpm {
+        key = { hdr.ipv4.dst_addr: lpm @name("dst_addr"); }
+        actions = { forward; drop; }
+        default_action = drop();
+        size = 1024;
+    }
+
+    apply {
+        if (!hdr.ipv4.isValid() || hdr.ipv4.ttl <= 1) {
+            drop();
+        } else {
+            ipv4_lpm.apply();
+        }
+        if (meta.dropped) {
+            ingress_drops.count((bit<32>)sm.ingress_port);
+        }
+    }
+}
+
+control CcIngress(inout headers_t hdr,
+                  inout local_meta_t meta,
+                  inout standard_metadata_t sm) {
+    PortCounters() rx;
+    Forwarding() forwarding;
+    apply {
+        rx.apply(sm.ingress_port);
+        forwarding.apply(hdr, meta, sm);
+    }
+}
+
+/* ------------------------------ egress ------------------------------ */
+
+control SwitchConfig(inout local_meta_t meta) {
+    action set_switch_id(bit<16> switch_id) {
+        meta.switch_id = switch_id;
+    }
+    table switch_config {
+        actions = { set_switch_id; }
+        default_action = set_switch_id(0);
+    }
+    apply { switch_config.apply(); }
+}
+
+// Random loss on a port, as a lossy link would drop.
+control LinkLoss(inout local_meta_t meta, inout standard_metadata_t sm) {
+    counter(NUM_PORTS, CounterType.packets) loss_drops;
+    bit<32> threshold = 0;
+
+    action set_loss(bit<32> threshold_16) {
+        threshold = threshold_16;
+    }
+    table port_loss {
+        key = { sm.egress_port: exact @name("egress_port"); }
+        actions = { set_loss; NoAction; }
+        default_action = NoAction();
+        size = NUM_PORTS;
+    }
+
+    apply {
+        if (port_loss.apply().hit && threshold != 0) {
+            bit<32> draw;
+            random(draw, 0, LOSS_SCALE - 1);
+            if (draw < threshold) {
+                mark_to_drop(sm);
+                meta.dropped = true;
+                loss_drops.count((bit<32>)sm.egress_port);
+            }
+        }
+    }
+}
+
+// DCTCP-style marking on the instantaneous queue at enqueue.
+control EcnMarking(inout headers_t hdr, inout standard_metadata_t sm) {
+    counter(NUM_PORTS, CounterType.packets) ce_marks;
+    bit<32> k = 0;
+
+    action set_threshold(bit<32> k_depth) {
+        k = k_depth;
+    }
+    // A port without an entry never marks.
+    table ecn_threshold {
+        key = { sm.egress_port: exact @name("egress_port"); }
+        actions = { set_threshold; NoAction; }
+        default_action = NoAction();
+        size = NUM_PORTS;
+    }
+
+    apply {
+        if (hdr.ipv4.isValid()
+                && (hdr.ipv4.ecn == ECN_ECT0 || hdr.ipv4.ecn == ECN_ECT1)) {
+            if (ecn_threshold.apply().hit && (bit<32>)sm.enq_qdepth >= k) {
+                hdr.ipv4.ecn = ECN_CE;
+                ce_marks.count((bit<32>)sm.egress_port);
+            }
+        }
+    }
+}
+
+// In-band telemetry: push this hop's record, keep the path maximum.
+control InbandTelemetry(inout headers_t hdr,
+                        in local_meta_t meta,
+                        in standard_metadata_t sm) {
+    apply {
+        if (hdr.shim.isValid() && meta.shim_ok) {
+            bit<32> depth = (bit<32>)sm.enq_qdepth;
+            if (depth > hdr.shim.max_qdepth) {
+                hdr.shim.max_qdepth = depth;
+            }
+            hdr.shim.depth_unit = DEPTH_UNIT_PACKETS;
+            if (hdr.shim.hop_count < P4CC_MAX_HOPS_B) {
+                hdr.hops.push_front(1);
+                hdr.hops[0].setValid();
+                hdr.hops[0].switch_id = meta.switch_id;
+                hdr.hops[0].egress_port = (bit<16>)sm.egress_port;
+                hdr.hops[0].enq_qdepth = depth;
+                hdr.hops[0].deq_timedelta_us = sm.deq_timedelta;
+                hdr.hops[0].egress_ts_us = (bit<64>)sm.egress_global_timestamp;
+                hdr.shim.hop_count = hdr.shim.hop_count + 1;
+                hdr.ipv4.total_len = hdr.ipv4.total_len + HOP_LEN_BYTES;
+                hdr.udp.length = hdr.udp.length + HOP_LEN_BYTES;
+            } else {
+                hdr.shim.flags = hdr.shim.flags | SHIM_FLAG_OVERFLOW;
+            }
+            // The payload changed; zero means "no checksum" for UDP/IPv4.
+            hdr.udp.checksum = 0;
+        }
+    }
+}
+
+// Postcards: 1-in-N packets are cloned egress-to-egress to the collector
+// port; the clone is rewritten into a queue report and truncated.
+control Postcards(inout headers_t hdr,
+                  inout local_meta_t meta,
+                  inout standard_metadata_t sm) {
+    register<bit<32>>(1) postcard_sample_count;
+    bit<32>     one_in_n = 0;
+    mac_addr_t  collector_mac = 0;
+    ipv4_addr_t switch_ip = 0;
+    ipv4_addr_t collector_ip = 0;
+    bit<16>     collector_port = 0;
+
+    action enable_postcards(bit<32> sample_one_in_n,
+                            mac_addr_t collector_mac_addr,
+                            ipv4_addr_t switch_ip_addr,
+                            ipv4_addr_t collector_ip_addr,
+                            bit<16> collector_udp_port) {
+        one_in_n = sample_one_in_n;
+        collector_mac = collector_mac_addr;
+        switch_ip = switch_ip_addr;
+        collector_ip = collector_ip_addr;
+        collector_port = collector_udp_port;
+    }
+    table postcard_config {
+        actions = { enable_postcards; NoAction; }
+        default_action = NoAction();
+    }
+
+    action sample() {
+        meta.pc_ingress_port = (bit<16>)sm.ingress_port;
+        meta.pc_egress_port = (bit<16>)sm.egress_port;
+        meta.pc_enq_qdepth = (bit<32>)sm.enq_qdepth;
+        meta.pc_deq_qdepth = (bit<32>)sm.deq_qdepth;
+        meta.pc_deq_timedelta = sm.deq_timedelta;
+        meta.pc_ingress_ts = (bit<64>)sm.ingress_global_timestamp;
+        meta.pc_egress_ts = (bit<64>)sm.egress_global_timestamp;
+        meta.pc_pkt_len = sm.packet_length;
+        clone_preserving_field_list(CloneType.E2E, POSTCARD_SESSION, POSTCARD_FIELD_LIST);
+    }
+
+    action build_postcard() {
+        hdr.postcard.setValid();
+        hdr.postcard.version = POSTCARD_VERSION;
+        hdr.postcard.flags = 0;
+        hdr.postcard.switch_id = meta.switch_id;
+        hdr.postcard.ingress_port = meta.pc_ingress_port;
+        hdr.postcard.egress_port = meta.pc_egress_port;
+        hdr.postcard.enq_qdepth = meta.pc_enq_qdepth;
+        hdr.postcard.deq_qdepth = meta.pc_deq_qdepth;
+        hdr.postcard.deq_timedelta_us = meta.pc_deq_timedelta;
+        hdr.postcard.ingress_ts_us = meta.pc_ingress_ts;
+        hdr.postcard.egress_ts_us = meta.pc_egress_ts;
+        hdr.postcard.src_addr = hdr.ipv4.src_addr;
+        hdr.postcard.dst_addr = hdr.ipv4.dst_addr;
+        hdr.postcard.protocol = hdr.ipv4.protocol;
+        hdr.postcard.ecn = (bit<8>)hdr.ipv4.ecn;
+        hdr.postcard.src_port = meta.l4_src_port;
+        hdr.postcard.dst_port = meta.l4_dst_port;
+        hdr.postcard.pkt_len = meta.pc_pkt_len;
+
+        hdr.pc_udp.setValid();
+        hdr.pc_udp.src_port = POSTCARD_UDP_SRC;
+        hdr.pc_udp.dst_port = collector_port;
+        hdr.pc_udp.length = 8 + POSTCARD_LEN_BYTES;
+        hdr.pc_udp.checksum = 0;
+
+        hdr.pc_ipv4.setValid();
+        hdr.pc_ipv4.version = 4;
+        hdr.pc_ipv4.ihl = 5;
+        hdr.pc_ipv4.dscp = 0;
+        hdr.pc_ipv4.ecn = ECN_NOT_ECT;
+        hdr.pc_ipv4.total_len = 20 + 8 + POSTCARD_LEN_BYTES;
+        hdr.pc_ipv4.identification = 0;
+        hdr.pc_ipv4.flags = 0;
+        hdr.pc_ipv4.frag_offset = 0;
+        hdr.pc_ipv4.ttl = POSTCARD_IP_TTL;
+        hdr.pc_ipv4.protocol = IP_PROTO_UDP;
+        hdr.pc_ipv4.src_addr = switch_ip;
+        hdr.pc_ipv4.dst_addr = collector_ip;
+
+        hdr.ethernet.dst_addr = collector_mac;
+        hdr.ethernet.ether_type = ETHERTYPE_IPV4;
+
+        // The report replaces the packet it describes.
+        hdr.ipv4.setInvalid();
+        hdr.tcp.setInvalid();
+        hdr.udp.setInvalid();
+        hdr.shim.setInvalid();
+        hdr.hops.pop_front(P4CC_MAX_HOPS);
+        truncate(POSTCARD_FRAME_LEN);
+    }
+
+    apply {
+        postcard_config.apply();
+        if (sm.instance_type == INSTANCE_E2E_CLONE) {
+            build_postcard();
+        } else if (one_in_n != 0 && !meta.dropped) {
+            bit<32> seen;
+            postcard_sample_count.read(seen, 0);
+            seen = seen + 1;
+            if (seen >= one_in_n) {
+                seen = 0;
+                sample();
+            }
+            postcard_sample_count.write(0, seen);
+        }
+    }
+}
+
+control CcEgress(inout headers_t hdr,
+                 inout local_meta_t meta,
+                 inout standard_metadata_t sm) {
+    SwitchConfig() config;
+    LinkLoss() loss;
+    EcnMarking() ecn;
+    InbandTelemetry() telemetry;
+    Postcards() postcards;
+    PortCounters() tx;
+
+    apply {
+        config.apply(meta);
+        if (sm.instance_type == INSTANCE_NORMAL) {
+            loss.apply(meta, sm);
+            if (!meta.dropped) {
+                ecn.apply(hdr, sm);
+                telemetry.apply(hdr, meta, sm);
+            }
+        }
+        postcards.apply(hdr, meta, sm);
+        if (!meta.dropped) {
+            tx.apply(sm.egress_port);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+
+control CcComputeChecksum(inout headers_t hdr, inout local_meta_t meta) {
+    apply {
+        update_checksum(hdr.ipv4.isValid(),
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
+              hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
+              hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
+              hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
+            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
+        update_checksum(hdr.pc_ipv4.isValid(),
+            { hdr.pc_ipv4.version, hdr.pc_ipv4.ihl, hdr.pc_ipv4.dscp,
+              hdr.pc_ipv4.ecn, hdr.pc_ipv4.total_len,
+              hdr.pc_ipv4.identification, hdr.pc_ipv4.flags,
+              hdr.pc_ipv4.frag_offset, hdr.pc_ipv4.ttl,
+              hdr.pc_ipv4.protocol, hdr.pc_ipv4.src_addr,
+              hdr.pc_ipv4.dst_addr },
+            hdr.pc_ipv4.hdr_checksum, HashAlgorithm.csum16);
+    }
+}
+
+control CcDeparser(packet_out packet, in headers_t hdr) {
+    apply {
+        packet.emit(hdr.ethernet);
+        packet.emit(hdr.pc_ipv4);
+        packet.emit(hdr.pc_udp);
+        packet.emit(hdr.postcard);
+        packet.emit(hdr.ipv4);
+        packet.emit(hdr.tcp);
+        packet.emit(hdr.udp);
+        packet.emit(hdr.shim);
+        packet.emit(hdr.hops);
+    }
+}
+
+V1Switch(CcParser(),
+         CcVerifyChecksum(),
+         CcIngress(),
+         CcEgress(),
+         CcComputeChecksum(),
+         CcDeparser()) main;

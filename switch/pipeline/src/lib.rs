@@ -1,0 +1,1 @@
+//! v1model pipeline engine for p4c-generated bmv2 JSON.
