@@ -1,0 +1,52 @@
+# p4cc — see README.md. Everything runs as root on Linux.
+#   make run    set up (first time), run dctcp-queue, print where the report is
+#   make test   set up (first time), run every test suite this machine can run
+
+SHELL := /bin/bash
+VENV  := .venv
+PY    := $(VENV)/bin/python
+P4CC  := $(VENV)/bin/p4cc
+EXPERIMENT ?= dctcp-queue
+TARGET ?= auto
+ARGS ?=
+
+.PHONY: all setup build run test test-unit test-rust test-python test-ptf \
+        test-integration p4 p4-check ptf bench clean help
+
+all: help
+
+help:
+	@echo "make run          run $(EXPERIMENT) end to end on the best target (TARGET=auto|embedded|bmv2)"
+	@echo "make test         all tests: p4 output freshness, Rust, Python, PTF, integration"
+	@echo "make setup        install what p4cc needs (Debian packages, .venv, Rust builds)"
+	@echo "make p4           recompile p4src/ with p4c (needs p4c-bm2-ss)"
+	@echo "make ptf TARGET=embedded|bmv2   the PTF data-plane suite on one target"
+	@echo "make bench        benchmarks that print figures (switch and hosts)"
+	@echo "make clean        remove anything a killed run left behind (netns, links, processes)"
+
+setup:
+	@bash scripts/setup.sh
+
+build: setup
+
+run: setup
+	$(P4CC) run $(EXPERIMENT) --target $(TARGET) $(ARGS)
+
+p4:
+	@python3 tools/p4build.py build
+
+p4-check:
+	@python3 tools/p4build.py check
+
+test: setup
+	@bash scripts/test.sh
+
+ptf: setup
+	$(PY) ptf-tests/run.py --target $(TARGET)
+
+bench: setup
+	bash switch/bench/bench.sh
+	bash hosts/bench/veth_bench.sh
+
+clean:
+	@if [ -x $(P4CC) ]; then $(P4CC) clean; else echo "nothing to clean (p4cc not set up)"; fi

@@ -1,0 +1,1 @@
+"""p4cc experiments: one definition per reproduced figure, and the runner."""

@@ -1,0 +1,80 @@
+"""A one-line progress display: phase, bar, elapsed and time left.
+
+Experiments know their schedule up front (phases with planned durations),
+so time left is the planned remainder, corrected as phases finish early or
+late. On a non-terminal (CI logs) it prints one line per phase instead of
+redrawing.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+
+
+def fmt_secs(s: float) -> str:
+    s = max(0, int(round(s)))
+    return f"{s // 60}:{s % 60:02d}"
+
+
+@dataclass
+class Progress:
+    total_planned_s: float
+    stream: object = field(default_factory=lambda: sys.stderr)
+    width: int = 28
+    _start: float = field(default_factory=time.monotonic)
+    _done_planned: float = 0.0
+    _phase: str = "starting"
+    _phase_start: float = field(default_factory=time.monotonic)
+    _phase_planned: float = 0.0
+    _last_draw: float = 0.0
+
+    @property
+    def tty(self) -> bool:
+        return hasattr(self.stream, "isatty") and self.stream.isatty()
+
+    def phase(self, name: str, planned_s: float) -> None:
+        """Start a phase; the previous one counts as done."""
+        self._done_planned += self._phase_planned
+        self._phase, self._phase_planned = name, planned_s
+        self._phase_start = time.monotonic()
+        if not self.tty:
+            print(f"[p4cc] {name} (~{fmt_secs(planned_s)}, "
+                  f"~{fmt_secs(self.left())} left)", file=self.stream, flush=True)
+        self.draw(force=True)
+
+    def left(self) -> float:
+        in_phase = min(time.monotonic() - self._phase_start, self._phase_planned)
+        return max(0.0, self.total_planned_s - self._done_planned - in_phase)
+
+    def fraction(self) -> float:
+        if self.total_planned_s <= 0:
+            return 1.0
+        return min(1.0, 1.0 - self.left() / self.total_planned_s)
+
+    def draw(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not self.tty or (not force and now - self._last_draw < 0.25):
+            return
+        self._last_draw = now
+        filled = int(self.fraction() * self.width)
+        bar = "#" * filled + "-" * (self.width - filled)
+        line = (f"\r[{bar}] {self.fraction() * 100:3.0f}%  {self._phase:<28.28}"
+                f" elapsed {fmt_secs(now - self._start)}  left {fmt_secs(self.left())} ")
+        self.stream.write(line)
+        self.stream.flush()
+
+    def sleep(self, seconds: float, alive=None) -> None:
+        """Sleep while redrawing; `alive()` returning an error string aborts."""
+        end = time.monotonic() + seconds
+        while (rest := end - time.monotonic()) > 0:
+            time.sleep(min(0.25, rest))
+            self.draw()
+            if alive is not None and (err := alive()):
+                raise RuntimeError(err)
+
+    def finish(self, message: str = "done") -> None:
+        if self.tty:
+            self.stream.write("\r" + " " * 100 + "\r")
+        print(f"[p4cc] {message} in {fmt_secs(time.monotonic() - self._start)}",
+              file=self.stream, flush=True)

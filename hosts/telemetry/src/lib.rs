@@ -1,0 +1,15 @@
+//! p4cc telemetry codecs.
+//!
+//! * [`shim`]: the in-band telemetry shim that the P4 program inserts hop
+//!   records into (UDP destination port [`shim::DATA_PORT`]).
+//! * [`postcard`]: the out-of-band queue reports ("postcards") a switch
+//!   clones to a collector, and [`collector`], which writes them to CSV.
+//!
+//! Both parsers take untrusted bytes and return errors, never panic.
+
+pub mod collector;
+pub mod postcard;
+pub mod shim;
+
+pub use postcard::{Postcard, PostcardError};
+pub use shim::{DepthUnit, HopRecord, Shim, ShimError};

@@ -1,0 +1,1 @@
+//! Shared helpers for the p4cc benchmarks (see bench.sh).
