@@ -1,0 +1,106 @@
+"""Common set-up of the p4cc PTF tests.
+
+The runner (ptf-tests/run.py) starts the switch, pushes the pipeline and
+passes where to reach it as PTF test params. Every test starts from a
+clean switch: tables emptied, defaults restored, counters zeroed, clone
+session removed and every port's queue unthrottled. Entities are addressed
+by their P4Info names through the p4cc controller library.
+"""
+import os
+import sys
+import time
+
+import ptf
+from ptf import testutils as tu
+from ptf.base_tests import BaseTest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))  # noqa: E402
+from p4cc_control.switch import Switch  # noqa: E402
+from p4cc_control.targets import make_target  # noqa: E402
+
+# The PTF ports are the switch ports: 1..4 (docs/data-plane.md).
+PORTS = (1, 2, 3, 4)
+SWITCH_MAC = "00:cc:00:00:00:01"
+HOST_MAC = {1: "00:00:00:00:01:01", 2: "00:00:00:00:02:02",
+            3: "00:00:00:00:03:03", 4: "00:00:00:00:04:04"}
+HOST_IP = {1: "10.0.1.1", 2: "10.0.2.2", 3: "10.0.3.3", 4: "10.0.4.4"}
+SWITCH_ID = 7
+SWITCH_IP = "10.0.0.254"
+COLLECTOR_PORT = 4
+COLLECTOR_UDP = 9999
+
+TABLES = ("ipv4_lpm", "ecn_threshold", "port_loss")
+KEYLESS_DEFAULTS = ("switch_config", "postcard_config")
+COUNTERS = ("CcIngress.rx.port_packets", "CcEgress.tx.port_packets",
+            "ingress_drops", "loss_drops", "ce_marks")
+POSTCARD_SESSION = 100
+
+
+def params():
+    return tu.test_params_get()
+
+
+class P4ccTest(BaseTest):
+    """One switch connection per test; state reset before each."""
+
+    def setUp(self):
+        BaseTest.setUp(self)
+        p = params()
+        self.dataplane = ptf.dataplane_instance
+        self.dataplane.flush()
+        self.target_name = p["target"]
+        self.target = make_target(p["target"], admin_addr=p.get("admin_addr"),
+                                  thrift_port=p.get("thrift_port"))
+        self.sw = Switch.connect(p["grpc_addr"], device_id=int(p.get("device_id", 1)),
+                                 p4info=p["p4info"], device_config=p["device_config"],
+                                 push=False, reconnect=False)
+        self.ops = self.sw.ops(self.target)
+        self.reset_switch()
+
+    def tearDown(self):
+        try:
+            self.unthrottle()
+        finally:
+            self.sw.close()
+            BaseTest.tearDown(self)
+
+    # -- state --------------------------------------------------------
+    def reset_switch(self):
+        for t in TABLES:
+            self.sw.tables[t].clear()
+        self.sw.tables["switch_config"].set_default("set_switch_id", {"switch_id": SWITCH_ID})
+        self.sw.tables["postcard_config"].set_default("NoAction")
+        self.sw.clone_sessions.delete(POSTCARD_SESSION, missing_ok=True)
+        self.sw.registers["postcard_sample_count"].write(0, 0)
+        for c in COUNTERS:
+            self.sw.counters[c].reset()
+        self.unthrottle()
+
+    def unthrottle(self):
+        for port in PORTS:
+            self.target.set_port(port, rate_pps=0)
+
+    def route(self, port, prefix=None):
+        """Route HOST_IP[port] (or a prefix) to `port`."""
+        self.sw.tables["ipv4_lpm"].insert(
+            match={"dst_addr": prefix or HOST_IP[port] + "/32"}, action="forward",
+            params={"port": port, "dst_mac": HOST_MAC[port]})
+
+    def throttle(self, port, pps):
+        """Slow `port`'s queue so a burst builds a real queue there."""
+        self.target.set_port(port, rate_pps=pps)
+
+    def counter(self, name, index):
+        return self.sw.counters[name].read(index)[index]
+
+    # -- packets ------------------------------------------------------
+    def poll_packets(self, port, count, timeout=5.0):
+        """The next `count` packets out of `port`, as bytes, in order."""
+        got, deadline = [], time.time() + timeout
+        while len(got) < count and time.time() < deadline:
+            res = tu.dp_poll(self, device_number=0, port_number=port,
+                             timeout=max(0.01, deadline - time.time()))
+            if isinstance(res, self.dataplane.PollSuccess):
+                got.append(bytes(res.packet))
+        self.assertEqual(len(got), count, f"expected {count} packets on port {port}, got {len(got)}")
+        return got
