@@ -8,6 +8,19 @@
 
 use std::collections::BTreeMap;
 
+pub mod cubic;
+pub mod dctcp;
+mod params;
+pub mod pcc;
+mod registry;
+pub mod reno;
+pub mod timely;
+pub mod vegas;
+mod window;
+
+pub use params::{AlgoInfo, ParamInfo};
+pub use registry::{by_name, list};
+
 /// What the datapath learned from one ACK.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AckSample {

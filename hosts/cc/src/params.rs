@@ -84,6 +84,12 @@ impl<'a> Params<'a> {
         }
     }
 
+    /// Whether the user set `name` (as opposed to falling back to its
+    /// default).
+    pub(crate) fn is_given(&self, name: &str) -> bool {
+        self.given.iter().any(|(k, _)| k == name)
+    }
+
     /// A finite float in the closed range `[lo, hi]`.
     pub(crate) fn f64_in(&self, name: &str, lo: f64, hi: f64) -> Result<f64, CcError> {
         let raw = self.raw(name)?;

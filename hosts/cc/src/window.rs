@@ -4,18 +4,14 @@
 
 use crate::PathInfo;
 
-/// Smoothed RTT with the RFC 6298 gain (1/8) plus the minimum ever seen.
+/// Smoothed RTT with the RFC 6298 gain (1/8).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RttEstimator {
     srtt_ns: Option<f64>,
-    min_ns: Option<u64>,
-    latest_ns: Option<u64>,
 }
 
 impl RttEstimator {
     pub(crate) fn update(&mut self, rtt_ns: u64) {
-        self.latest_ns = Some(rtt_ns);
-        self.min_ns = Some(self.min_ns.map_or(rtt_ns, |m| m.min(rtt_ns)));
         let r = rtt_ns as f64;
         self.srtt_ns = Some(match self.srtt_ns {
             None => r,
@@ -24,9 +20,6 @@ impl RttEstimator {
     }
     pub(crate) fn srtt_ns(&self) -> Option<f64> {
         self.srtt_ns
-    }
-    pub(crate) fn min_ns(&self) -> Option<u64> {
-        self.min_ns
     }
 }
 
@@ -246,6 +239,5 @@ mod tests {
         e.update(800);
         e.update(1600);
         assert_eq!(e.srtt_ns(), Some(900.0));
-        assert_eq!(e.min_ns(), Some(800));
     }
 }

@@ -1,0 +1,139 @@
+//! Name → algorithm. The one place the datapath and the CLI learn which
+//! algorithms exist, what they take, and how to build them.
+
+use crate::params::{AlgoInfo, ParamInfo, Params};
+use crate::pcc::allegro::Allegro;
+use crate::pcc::vivace::Vivace;
+use crate::timely::{Signal, Timely};
+use crate::{cubic, dctcp, pcc, reno, timely, vegas};
+use crate::{CcError, CongestionControl, PathInfo};
+
+struct Entry {
+    name: &'static str,
+    aliases: &'static [&'static str],
+    description: &'static str,
+    params: &'static [ParamInfo],
+}
+
+const ENTRIES: &[Entry] = &[
+    Entry { name: "reno", aliases: &[], description: "TCP NewReno: slow start, AIMD, halve once per window on loss (RFC 5681/6582)", params: reno::PARAMS },
+    Entry { name: "cubic", aliases: &[], description: "CUBIC: cubic window growth around W_max with a Reno-friendly floor (RFC 9438)", params: cubic::PARAMS },
+    Entry { name: "dctcp", aliases: &[], description: "DCTCP: cut cwnd by alpha/2 per window, alpha = EWMA of the CE-marked fraction (RFC 8257)", params: dctcp::PARAMS },
+    Entry { name: "timely", aliases: &[], description: "TIMELY: rate control from the RTT gradient (SIGCOMM'15 Algorithm 1)", params: timely::TIMELY_PARAMS },
+    Entry { name: "oracle-timely", aliases: &[], description: "TIMELY's control law fed the switch's echoed queue depth instead of the RTT", params: timely::ORACLE_PARAMS },
+    Entry { name: "vegas", aliases: &[], description: "TCP Vegas: keep alpha..beta packets queued, judged once per RTT from base RTT", params: vegas::PARAMS },
+    Entry { name: "pcc-allegro", aliases: &["pcc"], description: "PCC Allegro: online experiments on a loss-based utility (NSDI'15)", params: pcc::allegro::PARAMS },
+    Entry { name: "pcc-vivace", aliases: &[], description: "PCC Vivace: gradient ascent on a latency-aware utility (NSDI'18)", params: pcc::vivace::PARAMS },
+];
+
+/// Every algorithm with its description and parameters (defaults as
+/// strings, exactly what `by_name` uses when a parameter is not given).
+pub fn list() -> Vec<AlgoInfo> {
+    ENTRIES
+        .iter()
+        .map(|e| AlgoInfo { name: e.name, aliases: e.aliases.to_vec(), description: e.description, params: e.params.to_vec() })
+        .collect()
+}
+
+/// Builds algorithm `name` (or an alias) with `params` overriding defaults.
+/// Unknown names, unknown parameters and out-of-range values are errors,
+/// never silently ignored.
+pub fn by_name(name: &str, params: &[(String, String)], path: &PathInfo) -> Result<Box<dyn CongestionControl>, CcError> {
+    let wanted = name.trim().to_ascii_lowercase();
+    let entry = ENTRIES
+        .iter()
+        .find(|e| e.name == wanted || e.aliases.contains(&wanted.as_str()))
+        .ok_or_else(|| CcError::UnknownAlgorithm(name.to_string()))?;
+    if path.mss == 0 {
+        return Err(CcError::BadValue {
+            algo: entry.name.to_string(),
+            param: "PathInfo.mss".to_string(),
+            value: "0".to_string(),
+            why: "the datapath must give a positive MSS".to_string(),
+        });
+    }
+    let p = Params::new(entry.name, entry.params, params)?;
+    Ok(match entry.name {
+        "reno" => Box::new(reno::Reno::from_params(&p, path)?),
+        "cubic" => Box::new(cubic::Cubic::from_params(&p, path)?),
+        "dctcp" => Box::new(dctcp::Dctcp::from_params(&p, path)?),
+        "timely" => Box::new(Timely::from_params(Signal::Rtt, &p, path)?),
+        "oracle-timely" => Box::new(Timely::from_params(Signal::QueueDepth, &p, path)?),
+        "vegas" => Box::new(vegas::Vegas::from_params(&p, path)?),
+        "pcc-allegro" => Box::new(Allegro::from_params(&p, path)?),
+        "pcc-vivace" => Box::new(Vivace::from_params(&p, path)?),
+        _ => return Err(CcError::UnknownAlgorithm(name.to_string())),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kv(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+    }
+
+    #[test]
+    fn every_listed_algorithm_builds_with_defaults_and_reports_its_name() {
+        let path = PathInfo { mss: 1400, line_rate_bps: Some(100_000_000), init_cwnd_pkts: 10 };
+        let all = list();
+        assert_eq!(all.len(), 8);
+        for info in &all {
+            let cc = by_name(info.name, &[], &path).unwrap();
+            assert_eq!(cc.name(), info.name);
+            assert!(cc.cwnd_bytes().is_some() || cc.pacing_rate_bps().is_some(), "{} limits nothing", info.name);
+            // Every documented default parses (building with it explicitly
+            // gives the same algorithm).
+            let explicit: Vec<(String, String)> =
+                info.params.iter().map(|p| (p.name.to_string(), p.default.to_string())).collect();
+            by_name(info.name, &explicit, &path).unwrap();
+            for p in &info.params {
+                assert!(!p.doc.is_empty(), "{}.{} undocumented", info.name, p.name);
+            }
+        }
+    }
+
+    #[test]
+    fn aliases_and_case() {
+        let path = PathInfo::default();
+        assert_eq!(by_name("pcc", &[], &path).unwrap().name(), "pcc-allegro");
+        assert_eq!(by_name(" DCTCP ", &[], &path).unwrap().name(), "dctcp");
+    }
+
+    #[test]
+    fn clear_errors() {
+        let path = PathInfo::default();
+        assert_eq!(by_name("bbr", &[], &path).err(), Some(CcError::UnknownAlgorithm("bbr".into())));
+        match by_name("dctcp", &kv(&[("gain", "0.1")]), &path) {
+            Err(CcError::UnknownParam { algo, param, known }) => {
+                assert_eq!((algo.as_str(), param.as_str(), known.as_str()), ("dctcp", "gain", "g, init_alpha"));
+            }
+            other => panic!("{:?}", other.err()),
+        }
+        assert!(matches!(by_name("dctcp", &kv(&[("g", "2")]), &path), Err(CcError::BadValue { .. })));
+        assert!(matches!(by_name("reno", &kv(&[("x", "1")]), &path), Err(CcError::UnknownParam { .. })));
+        assert!(matches!(by_name("timely", &kv(&[("tlow_us", "600")]), &path), Err(CcError::BadValue { .. })));
+        assert!(matches!(by_name("vegas", &kv(&[("alpha", "5")]), &path), Err(CcError::BadValue { .. })));
+        assert!(matches!(by_name("pcc-allegro", &kv(&[("eps_max", "0.001")]), &path), Err(CcError::BadValue { .. })));
+        let bad_path = PathInfo { mss: 0, ..PathInfo::default() };
+        assert!(matches!(by_name("reno", &[], &bad_path), Err(CcError::BadValue { .. })));
+        let e = by_name("dctcp", &kv(&[("g", "abc")]), &path).err().unwrap();
+        assert_eq!(e.to_string(), "dctcp: parameter 'g' = 'abc': not a number");
+    }
+
+    #[test]
+    fn params_reach_the_algorithm() {
+        let path = PathInfo { mss: 1000, line_rate_bps: Some(1_000_000_000), init_cwnd_pkts: 10 };
+        let t = by_name("timely", &kv(&[("init_rate_mbps", "300")]), &path).unwrap();
+        assert_eq!(t.pacing_rate_bps(), Some(300_000_000));
+        let t = by_name("timely", &[], &path).unwrap();
+        assert_eq!(t.pacing_rate_bps(), Some(1_000_000_000), "starts at line rate");
+        let d = by_name("dctcp", &kv(&[("init_alpha", "0.5")]), &path).unwrap();
+        assert_eq!(d.state()["alpha"], 0.5);
+        // PCC before any event reports the rate its first MI will use:
+        // 2 MSS per init_rtt = 2*1000*8 / 10 ms = 1.6 Mbit/s.
+        let p = by_name("pcc", &[], &path).unwrap();
+        assert_eq!(p.pacing_rate_bps(), Some(1_600_000));
+    }
+}

@@ -1,0 +1,232 @@
+//! End-to-end sanity checks: every algorithm, built through the registry,
+//! drives a simulated single bottleneck (FIFO, drop-tail, optional ECN
+//! marking at K packets, in-band queue-depth echo). The scripted unit tests
+//! pin each rule; these check that the pieces add up to the behaviour the
+//! papers report (DCTCP holds the queue near K, PCC fills the link, ...).
+
+use std::collections::VecDeque;
+
+use cc::{by_name, AckSample, CongestionControl, PathInfo};
+
+const MSS: u64 = 1400;
+
+struct Link {
+    capacity_bps: f64,
+    /// Sender's NIC rate (PathInfo.line_rate_bps); above the bottleneck so
+    /// rate-based algorithms can overshoot it.
+    access_bps: f64,
+    buffer_pkts: usize,
+    /// Two-way propagation delay, ns.
+    base_rtt_ns: u64,
+    /// ECN-mark packets that arrive to a queue of at least K packets.
+    mark_k: Option<usize>,
+}
+
+#[derive(Default, Debug)]
+struct Outcome {
+    /// Delivered bits/s over the second half of the run.
+    goodput_bps: f64,
+    /// Mean and max queue (packets) seen by arrivals, second half.
+    mean_queue: f64,
+    max_queue: usize,
+    loss_rate: f64,
+}
+
+struct Ack {
+    at: u64,
+    sent: u64,
+    ce: bool,
+    q: u32,
+}
+
+fn run(cc: &mut dyn CongestionControl, link: &Link, duration_ns: u64) -> Outcome {
+    let dt = 50_000u64; // 50 µs steps
+    let tx_ns = (MSS as f64 * 8.0 / link.capacity_bps * 1e9) as u64;
+    let mut departures: VecDeque<u64> = VecDeque::new();
+    let mut busy_until = 0u64;
+    let mut acks: VecDeque<Ack> = VecDeque::new();
+    let mut losses: VecDeque<u64> = VecDeque::new();
+    let mut inflight = 0u64;
+    let mut next_send = 0u64;
+    let half = duration_ns / 2;
+    let (mut delivered, mut q_sum, mut q_n, mut max_q, mut sent2, mut lost2) = (0u64, 0f64, 0u64, 0usize, 0u64, 0u64);
+    let mut now = 0u64;
+    while now < duration_ns {
+        // Feedback due by now, in time order.
+        loop {
+            let a = acks.front().map(|a| a.at);
+            let l = losses.front().copied();
+            match (a, l) {
+                (Some(ta), Some(tl)) if tl < ta && tl <= now => {
+                    losses.pop_front();
+                    inflight = inflight.saturating_sub(MSS);
+                    cc.on_loss(tl, MSS);
+                }
+                (Some(ta), _) if ta <= now => {
+                    let a = acks.pop_front().unwrap();
+                    inflight = inflight.saturating_sub(MSS);
+                    if a.at >= half {
+                        delivered += MSS;
+                    }
+                    cc.on_ack(&AckSample {
+                        now_ns: a.at,
+                        acked_bytes: MSS,
+                        ce_bytes: if a.ce { MSS } else { 0 },
+                        rtt_ns: Some(a.at - a.sent),
+                        path_qdepth_pkts: Some(a.q),
+                        inflight_bytes: inflight,
+                        acked_pkts: 1,
+                    });
+                }
+                (None, Some(tl)) if tl <= now => {
+                    losses.pop_front();
+                    inflight = inflight.saturating_sub(MSS);
+                    cc.on_loss(tl, MSS);
+                }
+                _ => break,
+            }
+        }
+        if now.is_multiple_of(1_000_000) {
+            cc.on_tick(now);
+        }
+        // Send what the window and the pacing rate allow.
+        loop {
+            if let Some(w) = cc.cwnd_bytes() {
+                if inflight + MSS > w {
+                    break;
+                }
+            }
+            if let Some(r) = cc.pacing_rate_bps() {
+                if next_send > now || r == 0 {
+                    break;
+                }
+                next_send = next_send.max(now.saturating_sub(dt)) + (MSS as f64 * 8.0 / r as f64 * 1e9) as u64;
+            }
+            cc.on_send(now, MSS);
+            inflight += MSS;
+            while departures.front().is_some_and(|&d| d <= now) {
+                departures.pop_front();
+            }
+            let q = departures.len();
+            if now >= half {
+                q_sum += q as f64;
+                q_n += 1;
+                max_q = max_q.max(q);
+                sent2 += 1;
+            }
+            if q >= link.buffer_pkts {
+                // Dropped: the sender learns about it about one RTT later.
+                losses.push_back(now + link.base_rtt_ns + busy_until.saturating_sub(now));
+                if now >= half {
+                    lost2 += 1;
+                }
+                continue;
+            }
+            let dep = busy_until.max(now) + tx_ns;
+            busy_until = dep;
+            departures.push_back(dep);
+            let ce = link.mark_k.is_some_and(|k| q >= k);
+            acks.push_back(Ack { at: dep + link.base_rtt_ns, sent: now, ce, q: q as u32 });
+        }
+        now += dt;
+    }
+    Outcome {
+        goodput_bps: delivered as f64 * 8.0 / ((duration_ns - half) as f64 / 1e9),
+        mean_queue: if q_n > 0 { q_sum / q_n as f64 } else { 0.0 },
+        max_queue: max_q,
+        loss_rate: if sent2 > 0 { lost2 as f64 / sent2 as f64 } else { 0.0 },
+    }
+}
+
+fn path(link: &Link) -> PathInfo {
+    PathInfo { mss: MSS as u32, line_rate_bps: Some(link.access_bps as u64), init_cwnd_pkts: 10 }
+}
+
+fn kv(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+}
+
+fn build(name: &str, params: &[(&str, &str)], link: &Link) -> Box<dyn CongestionControl> {
+    by_name(name, &kv(params), &path(link)).unwrap()
+}
+
+/// The seed's DCTCP setup: 100 Mbit/s, RTT 500 µs, 120-packet buffer, K=20.
+fn dctcp_link() -> Link {
+    Link { capacity_bps: 100e6, access_bps: 1e9, buffer_pkts: 120, base_rtt_ns: 500_000, mark_k: Some(20) }
+}
+
+#[test]
+fn dctcp_holds_the_queue_near_k_at_full_rate() {
+    let link = dctcp_link();
+    let mut cc = build("dctcp", &[], &link);
+    let o = run(cc.as_mut(), &link, 4_000_000_000);
+    eprintln!("dctcp {o:?}");
+    assert!(o.goodput_bps > 0.95 * link.capacity_bps, "{o:?}");
+    assert!(o.max_queue < 40, "queue stays near K=20: {o:?}");
+    assert_eq!(o.loss_rate, 0.0, "{o:?}");
+}
+
+#[test]
+fn reno_fills_the_buffer_where_dctcp_does_not() {
+    let link = dctcp_link();
+    let mut cc = build("reno", &[], &link);
+    let o = run(cc.as_mut(), &link, 4_000_000_000);
+    eprintln!("reno {o:?}");
+    assert!(o.goodput_bps > 0.9 * link.capacity_bps, "{o:?}");
+    assert!(o.max_queue >= 100, "loss-based: the queue reaches the buffer: {o:?}");
+}
+
+#[test]
+fn cubic_and_vegas_use_the_link() {
+    let link = Link { capacity_bps: 50e6, access_bps: 1e9, buffer_pkts: 100, base_rtt_ns: 2_000_000, mark_k: None };
+    for name in ["cubic", "vegas"] {
+        let mut cc = build(name, &[], &link);
+        let o = run(cc.as_mut(), &link, 6_000_000_000);
+        eprintln!("{name} {o:?}");
+        assert!(o.goodput_bps > 0.9 * link.capacity_bps, "{name}: {o:?}");
+        if name == "vegas" {
+            assert!(o.mean_queue < 8.0 && o.loss_rate == 0.0, "vegas keeps alpha..beta queued: {o:?}");
+        }
+    }
+}
+
+#[test]
+fn timely_and_oracle_keep_the_queue_short() {
+    // The seed's incast scale: 50 Mbit/s links, the sender's NIC twice the
+    // bottleneck. δ is scaled down with the line rate (the paper's 10 Mbps
+    // is 0.1% of 10 Gbps) and TIMELY's RTT thresholds are scaled to this
+    // path's ~450 µs base RTT; the oracle keeps its packet thresholds.
+    let link = Link { capacity_bps: 50e6, access_bps: 100e6, buffer_pkts: 200, base_rtt_ns: 200_000, mark_k: None };
+    let mut t = build("timely", &[("min_rtt_us", "200"), ("tlow_us", "250"), ("thigh_us", "2000"), ("delta_mbps", "1")], &link);
+    let o = run(t.as_mut(), &link, 4_000_000_000);
+    eprintln!("timely {o:?}");
+    assert!(o.goodput_bps > 0.75 * link.capacity_bps, "{o:?}");
+    assert!(o.mean_queue < 10.0 && o.loss_rate == 0.0, "{o:?}");
+    let mut q = build("oracle-timely", &[("delta_mbps", "1")], &link);
+    let o = run(q.as_mut(), &link, 4_000_000_000);
+    eprintln!("oracle {o:?}");
+    assert!(o.goodput_bps > 0.75 * link.capacity_bps, "{o:?}");
+    assert!(o.max_queue <= 20 && o.loss_rate == 0.0, "queue held below thigh = 20 packets: {o:?}");
+}
+
+#[test]
+fn pcc_allegro_fills_a_shallow_buffered_link() {
+    // PCC's shallow-buffer experiment scaled down: 20 Mbit/s, 30 ms, 20 pkts.
+    let link = Link { capacity_bps: 20e6, access_bps: 1e9, buffer_pkts: 20, base_rtt_ns: 30_000_000, mark_k: None };
+    let mut cc = build("pcc", &[("init_rtt_us", "30000")], &link);
+    let o = run(cc.as_mut(), &link, 40_000_000_000);
+    eprintln!("allegro {o:?} {:?}", cc.state());
+    assert!(o.goodput_bps > 0.8 * link.capacity_bps, "{o:?}");
+    assert!(o.loss_rate < 0.1, "{o:?}");
+}
+
+#[test]
+fn pcc_vivace_fills_the_link_with_little_queue() {
+    let link = Link { capacity_bps: 20e6, access_bps: 1e9, buffer_pkts: 200, base_rtt_ns: 30_000_000, mark_k: None };
+    let mut cc = build("pcc-vivace", &[("init_rtt_us", "30000")], &link);
+    let o = run(cc.as_mut(), &link, 40_000_000_000);
+    eprintln!("vivace {o:?} {:?}", cc.state());
+    assert!(o.goodput_bps > 0.8 * link.capacity_bps, "{o:?}");
+    assert!(o.mean_queue < 50.0, "latency-aware: no standing queue: {o:?}");
+}
+

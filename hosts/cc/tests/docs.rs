@@ -1,0 +1,26 @@
+//! docs/algorithms.md must list every parameter with the default the
+//! registry actually uses, under the algorithm's own heading.
+
+use std::path::Path;
+
+#[test]
+fn every_parameter_and_default_is_documented() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/algorithms.md");
+    let doc = match std::fs::read_to_string(&path) {
+        Ok(d) => d,
+        Err(e) => panic!("cannot read {}: {e}", path.display()),
+    };
+    for info in cc::list() {
+        let heading = format!("## {}", info.name);
+        let start = doc
+            .lines()
+            .position(|l| l == heading || l.starts_with(&format!("{heading} ")))
+            .unwrap_or_else(|| panic!("no section '{heading}'"));
+        let section: Vec<&str> = doc.lines().skip(start + 1).take_while(|l| !l.starts_with("## ")).collect();
+        for p in &info.params {
+            let row = format!("| `{}` | `{}` |", p.name, p.default);
+            assert!(section.iter().any(|l| l.starts_with(&row)), "{}: missing row starting '{row}'", info.name);
+        }
+        assert!(doc.contains(&format!("`{}`", info.name)), "{} not in the summary table", info.name);
+    }
+}
