@@ -14,7 +14,7 @@ import ptf
 from ptf import testutils as tu
 from ptf.base_tests import BaseTest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "control"))  # noqa: E402
 from p4cc_control.switch import Switch  # noqa: E402
 from p4cc_control.targets import make_target  # noqa: E402
 

@@ -1,0 +1,81 @@
+"""The `p4cc` command: run and list experiments, clean up, drive switches.
+
+    p4cc list
+    p4cc run EXPERIMENT [--target auto|embedded|bmv2] [--set k=v ...] [--out DIR]
+    p4cc clean [--dry-run]
+    p4cc ctl ...            (the P4Runtime controller: p4cc ctl --help)
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _list(_args) -> int:
+    from .registry import EXPERIMENTS
+    width = max(len(k) for k in EXPERIMENTS)
+    for name, exp in EXPERIMENTS.items():
+        print(f"{name:<{width}}  {exp.title}  [{exp.source}]")
+    print("\np4cc run NAME --help-params   shows an experiment's parameters")
+    return 0
+
+
+def _run(args) -> int:
+    from .params import ParamError
+    from .registry import get
+    from .runner import RunError, run
+    try:
+        exp = get(args.experiment)
+    except KeyError as e:
+        print(f"p4cc: {e.args[0]}", file=sys.stderr)
+        return 2
+    if args.help_params:
+        print(f"{exp.id}: {exp.title} [{exp.source}]\n{exp.description}\n\nparameters (--set name=value):")
+        for p in exp.params:
+            print(f"  {p.name:<16} default {p.default!s:<12} {p.help}")
+        return 0
+    try:
+        report = run(exp, target=args.target, overrides=args.set or [], out=args.out)
+    except (ParamError, RunError) as e:
+        print(f"p4cc: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\np4cc: interrupted; everything the run created was removed", file=sys.stderr)
+        return 130
+    print(f"[p4cc] report: {report}")
+    return 0
+
+
+def _clean(args) -> int:
+    from p4cc_topo.cli import clean_command
+    return clean_command(force=True, dry_run=args.dry_run)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["ctl"]:
+        from p4cc_control.cli import main as ctl_main
+        return ctl_main(argv[1:])
+    ap = argparse.ArgumentParser(prog="p4cc", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("list", help="the experiments").set_defaults(fn=_list)
+    r = sub.add_parser("run", help="run an experiment end to end")
+    r.add_argument("experiment")
+    r.add_argument("--target", default="auto", choices=("auto", "embedded", "bmv2"),
+                   help="switch target (auto: the embedded target unless bmv2 is asked for)")
+    r.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="override a parameter (repeatable)")
+    r.add_argument("--out", help="results folder (default results/EXPERIMENT-TIMESTAMP)")
+    r.add_argument("--help-params", action="store_true", help="list the parameters and exit")
+    r.set_defaults(fn=_run)
+    c = sub.add_parser("clean", help="remove what a killed run left (netns, links, processes)")
+    c.add_argument("--dry-run", action="store_true")
+    c.set_defaults(fn=_clean)
+    sub.add_parser("ctl", help="the P4Runtime controller (p4cc ctl --help)")
+    args = ap.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""DCTCP Fig. 1: queue occupancy over time, DCTCP vs TCP, two long flows to
+one receiver (seed: 100 Mbps, 120-packet buffer, RTT 500 µs, K = 20)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from p4cc_topo import load_topology
+
+from .. import series
+from ..experiment import Arm, Experiment
+from ..lab import stop
+from ..params import Param, rate_bps, seconds, str_list
+from ..stats import mean, percentile
+from ..theory import dctcp_sawtooth
+
+DATAPATHS = {"kernel": "kernel TCP", "user": "user-space transport"}
+TCP_PORT = 5001
+
+
+class DctcpQueue(Experiment):
+    id = "dctcp-queue"
+    title = "Queue occupancy: DCTCP vs TCP"
+    source = "DCTCP (SIGCOMM 2010) Fig. 1"
+    description = ("Two long-lived flows to one receiver through one switch. With DCTCP "
+                   "the bottleneck queue should hover near the marking threshold K; with "
+                   "TCP it should fill the buffer in a sawtooth. The queue is what the "
+                   "switch reported in postcards (enq_qdepth on the bottleneck port).")
+    params = [
+        Param("rate", "100Mbps", "bottleneck (and access) line rate, up to 1Gbps", rate_bps,
+              1e6, 1e9),
+        Param("k", 20, "ECN marking threshold K, packets", int, 0, 10_000),
+        Param("buffer", 120, "bottleneck buffer, packets", int, 1, 100_000),
+        Param("rtt", "500us", "base round-trip time", seconds, 0, 1),
+        Param("senders", 2, "long flows (one per sender)", int, 1, 20),
+        Param("duration", 12, "seconds each protocol runs", seconds, 2, 3600),
+        Param("warmup", 2, "seconds ignored at the start of each run", seconds, 0, 600),
+        Param("tcp", "cubic", "the TCP DCTCP is compared with (cubic or reno)", str),
+        Param("datapaths", "kernel,user", "kernel (TCP sockets) and/or user (p4cc transport)",
+              str_list),
+        Param("sample", 0, "postcard 1-in-N sampling (0: 1 at 100 Mbps, more above)", int, 0, 10_000),
+        Param("seed", 1, "random seed (switch loss draws, agents)", int),
+    ]
+
+    def topology(self, p):
+        one_way = p["rtt"] / 4  # two links each way
+        return load_topology("dumbbell", n_senders=p["senders"], bottleneck_bps=p["rate"],
+                             access_bps=p["rate"], delay_us=f"{one_way * 1e6:.0f}us",
+                             buffer_pkts=p["buffer"], ecn_k_pkts=p["k"])
+
+    def arms(self, p):
+        for d in p["datapaths"]:
+            if d not in DATAPATHS:
+                raise ValueError(f"datapaths: unknown '{d}' (kernel, user)")
+        if p["tcp"] not in ("cubic", "reno"):
+            raise ValueError("tcp must be cubic or reno")
+        return [Arm(f"{d}-{cc}", f"{'DCTCP' if cc == 'dctcp' else p['tcp'].capitalize()} "
+                                 f"({DATAPATHS[d]})", {"datapath": d, "cc": cc})
+                for d in p["datapaths"] for cc in ("dctcp", p["tcp"])]
+
+    def arm_seconds(self, p):
+        return p["duration"] + 2
+
+    def postcard_one_in_n(self, p):
+        return p["sample"] or max(1, round(p["rate"] / 100e6))
+
+    def run_arm(self, lab, arm, p, progress, outdir: Path) -> dict:
+        d, cc = arm.settings["datapath"], arm.settings["cc"]
+        senders = [f"h{i}" for i in range(1, p["senders"] + 1)]
+        switch, port = lab.port_of("rx")
+        rx_ip = lab.ip("rx")
+        procs = [lab.start_collector(outdir / "queue.csv")]
+        if d == "kernel":
+            procs.append(lab.start("rx", ["tcp-recv", "--listen", f"0.0.0.0:{TCP_PORT}",
+                                          "--out", str(outdir / "rx")], log="rx.log"))
+        else:
+            procs.append(lab.start("rx", ["recv", "--out", str(outdir / "rx")], log="rx.log"))
+        progress.sleep(0.5)
+        senders_p = []
+        for i, h in enumerate(senders):
+            common = ["--cc", cc, "--duration", f"{p['duration']}", "--flow-id", str(i + 1),
+                      "--seed", str(p["seed"] + i), "--out", str(outdir / h)]
+            if d == "kernel":
+                args = ["tcp-send", "--dst", f"{rx_ip}:{TCP_PORT}", *common]
+            else:
+                args = ["send", "--dst", rx_ip, *common]
+            senders_p.append(lab.start(h, args, log=f"{h}.log"))
+        progress.sleep(p["warmup"], lab.check_alive)
+        c0 = lab.counters(switch)[port]
+        progress.sleep(max(0.0, p["duration"] - p["warmup"] - 0.5), lab.check_alive)
+        c1 = lab.counters(switch)[port]
+        window = p["duration"] - p["warmup"] - 0.5
+        for s in senders_p:
+            try:
+                s.wait(timeout=15)
+            except Exception:
+                pass
+        stop(procs)
+        return {"outdir": str(outdir), "port": port, "senders": senders, "cc": cc, "datapath": d,
+                "label": arm.label, "tx_bytes": c1["tx_bytes"] - c0["tx_bytes"],
+                "tx_pkts": c1["tx_pkts"] - c0["tx_pkts"],
+                "ce_marks": c1.get("ce_marks", 0) - c0.get("ce_marks", 0),
+                "window_s": window}
+
+    def analyse(self, p, results):
+        summary, checks = {}, {}
+        for name, r in results.items():
+            out = Path(r["outdir"])
+            cards = series.postcards(out / "queue.csv", r["port"])
+            t0 = min((c["t"] for c in cards), default=0) + p["warmup"]
+            depths = [c["depth"] for c in cards if c["t"] >= t0]
+            flows = series.flows([out / h for h in r["senders"]])
+            tput = {}
+            for f in flows:
+                secs = (int(f["end_unix_ns"]) - int(f["start_unix_ns"])) / 1e9
+                tput[f"flow {f['flow_id']}"] = int(f["bytes_acked"]) * 8 / secs / 1e6 if secs > 0 else 0
+            util = r["tx_bytes"] * 8 / (p["rate"] * r["window_s"]) if r["window_s"] > 0 else 0
+            summary[name] = {
+                "label": r["label"],
+                "queue_median_pkts": percentile(depths, 50),
+                "queue_p95_pkts": percentile(depths, 95),
+                "queue_mean_pkts": mean(depths),
+                "queue_max_pkts": max(depths, default=0),
+                "postcards": len(cards),
+                "utilisation": util,
+                "ce_marks": r["ce_marks"],
+                "throughput_mbps": tput,
+                "flows_completed": sum(1 for f in flows if f["status"] in ("complete", "stopped")),
+            }
+        theory = dctcp_sawtooth(p["senders"], p["k"], p["rate"], p["rtt"])
+        summary["theory"] = {"K": p["k"], "buffer": p["buffer"],
+                             "dctcp_q_max": theory["q_max"], "dctcp_q_min": theory["q_min"],
+                             "bdp_pkts": theory["bdp_pkts"]}
+        for d in p["datapaths"]:
+            dc, tcp = summary.get(f"{d}-dctcp"), summary.get(f"{d}-{p['tcp']}")
+            if not dc or not tcp:
+                continue
+            near = max(5.0, 0.5 * p["k"])
+            checks[f"{d}: DCTCP median queue near K ({dc['queue_median_pkts']:.0f} vs K={p['k']})"] = \
+                abs(dc["queue_median_pkts"] - p["k"]) <= near
+            checks[f"{d}: DCTCP median queue far below {p['tcp']}'s "
+                   f"({dc['queue_median_pkts']:.0f} vs {tcp['queue_median_pkts']:.0f})"] = \
+                tcp["queue_median_pkts"] >= 2 * dc["queue_median_pkts"]
+            for row, who in ((dc, "DCTCP"), (tcp, p["tcp"])):
+                checks[f"{d}: {who} utilisation above 90% ({row['utilisation'] * 100:.0f}%)"] = \
+                    row["utilisation"] > 0.9
+        return summary, checks
+
+    def plot(self, p, results, summary, outdir):
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        theory = summary["theory"]
+        paths = []
+        for d in p["datapaths"]:
+            arms = [a for a in (f"{d}-dctcp", f"{d}-{p['tcp']}") if a in results]
+            if not arms:
+                continue
+            fig, axes = plt.subplots(1, len(arms), figsize=(6 * len(arms), 3.6), sharey=True)
+            axes = axes if len(arms) > 1 else [axes]
+            for ax, a in zip(axes, arms):
+                r = results[a]
+                cards = series.postcards(Path(r["outdir"]) / "queue.csv", r["port"])
+                t0 = cards[0]["t"] if cards else 0
+                ax.plot([c["t"] - t0 for c in cards], [c["depth"] for c in cards], lw=0.6,
+                        color="tab:blue" if a.endswith("dctcp") else "tab:red", label="measured")
+                ax.axhline(p["k"], ls="--", color="k", lw=1, label=f"K = {p['k']}")
+                ax.axhline(p["buffer"], ls=":", color="gray", lw=1, label=f"buffer {p['buffer']}")
+                if a.endswith("dctcp"):
+                    ax.axhspan(theory["dctcp_q_min"], theory["dctcp_q_max"], color="tab:green",
+                               alpha=0.2, label="DCTCP §3.3 Qmin..Qmax")
+                ax.set_title(r["label"])
+                ax.set_xlabel("time (s)")
+                ax.legend(loc="upper right", fontsize=7)
+            axes[0].set_ylabel("queue (packets)")
+            fig.suptitle(f"Bottleneck queue, {p['senders']} flows, {p['rate'] / 1e6:.0f} Mbps, "
+                         f"RTT {p['rtt'] * 1e6:.0f} µs (cf. DCTCP Fig. 1)")
+            fig.tight_layout()
+            path = outdir / f"queue_{d}.png"
+            fig.savefig(path, dpi=110)
+            plt.close(fig)
+            paths.append(path)
+        # CDF of the queue for every arm: the paper's headline in one plot.
+        fig, ax = plt.subplots(figsize=(6, 3.6))
+        for a, r in results.items():
+            cards = series.postcards(Path(r["outdir"]) / "queue.csv", r["port"])
+            xs = sorted(c["depth"] for c in cards)
+            if xs:
+                ax.plot(xs, [(i + 1) / len(xs) for i in range(len(xs))], label=r["label"])
+        ax.axvline(p["k"], ls="--", color="k", lw=1, label="K")
+        ax.set_xlabel("queue (packets)")
+        ax.set_ylabel("CDF of packets")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = outdir / "queue_cdf.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+        return paths

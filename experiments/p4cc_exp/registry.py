@@ -1,0 +1,14 @@
+"""Every reproducible experiment, by id."""
+from __future__ import annotations
+
+from .defs.dctcp_queue import DctcpQueue
+
+EXPERIMENTS = {e.id: e for e in (DctcpQueue(),)}
+
+
+def get(name: str):
+    try:
+        return EXPERIMENTS[name]
+    except KeyError:
+        raise KeyError(f"unknown experiment '{name}' (p4cc list shows them: "
+                       f"{', '.join(EXPERIMENTS)})") from None
