@@ -60,8 +60,9 @@ def find_p4c() -> str | None:
 
 def compiler_version(p4c: str) -> str:
     out = subprocess.run([p4c, "--version"], capture_output=True, text=True, check=True)
-    lines = [l.strip() for l in out.stdout.splitlines() if l.strip()]
-    return " ".join(lines[-1:]) if lines else "unknown"
+    lines = [l.strip() for l in (out.stdout + out.stderr).splitlines()
+             if l.strip().startswith("Version")]
+    return lines[0].removeprefix("Version ") if lines else "unknown"
 
 
 def compile_into(p4c: str, outdir: Path) -> tuple[list[str], str]:

@@ -34,9 +34,9 @@ const bit<8>  POSTCARD_FIELD_LIST = 1;
 const bit<8>  POSTCARD_VERSION    = 1;
 const bit<16> POSTCARD_UDP_SRC    = 7361;
 const bit<8>  POSTCARD_IP_TTL     = 64;
-// Ethernet 14 + IPv4 20 + UDP 8 + postcard 52.
-const bit<16> POSTCARD_LEN_BYTES  = 52;
-const bit<32> POSTCARD_FRAME_LEN  = 94;
+// Ethernet 14 + IPv4 20 + UDP 8 + postcard 54.
+const bit<16> POSTCARD_LEN_BYTES  = 54;
+const bit<32> POSTCARD_FRAME_LEN  = 96;
 
 // v1model instance_type values (bmv2 simple_switch).
 const bit<32> INSTANCE_NORMAL    = 0;

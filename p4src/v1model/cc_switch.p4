@@ -39,11 +39,11 @@ struct local_meta_t {
     bool    shim_ok;
     bit<16> switch_id;
     bool    dropped;
-    bit<16> l4_src_port;
-    bit<16> l4_dst_port;
     // What a postcard clone must remember of the packet it reports on:
     // E2E clones keep headers but lose metadata, and their own queueing
     // would overwrite the queue fields.
+    @field_list(1) bit<16> l4_src_port;
+    @field_list(1) bit<16> l4_dst_port;
     @field_list(1) bit<16> pc_ingress_port;
     @field_list(1) bit<16> pc_egress_port;
     @field_list(1) bit<32> pc_enq_qdepth;

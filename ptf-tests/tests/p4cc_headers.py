@@ -1,5 +1,5 @@
 """scapy layers for the p4cc shim and postcards (docs/wire-format.md)."""
-from scapy.fields import (BitField, ByteField, FieldLenField, IntField, LongField,
+from scapy.fields import (ByteField, FieldLenField, IntField, LongField,
                           PacketListField, ShortField, XByteField)
 from scapy.layers.inet import UDP
 from scapy.packet import Packet, bind_layers
@@ -7,7 +7,7 @@ from scapy.packet import Packet, bind_layers
 SHIM_PORT = 7360
 POSTCARD_SRC_PORT = 7361
 MAX_HOPS = 4
-POSTCARD_FRAME_LEN = 94
+POSTCARD_FRAME_LEN = 96
 
 
 class P4ccHop(Packet):

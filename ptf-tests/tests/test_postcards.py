@@ -45,7 +45,7 @@ class PostcardTest(P4ccTest):
 
 
 class EveryPacketTest(PostcardTest):
-    """N=1: each forwarded packet also yields one exact 94-byte postcard."""
+    """N=1: each forwarded packet also yields one exact 96-byte postcard."""
 
     def runTest(self):
         self.route(2)
