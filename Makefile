@@ -11,7 +11,7 @@ TARGET ?= auto
 ARGS ?=
 
 .PHONY: all setup build run test test-unit test-rust test-python test-ptf \
-        test-integration p4 p4-check ptf bench clean help
+        test-integration p4 p4-check p4-tna-check ptf bench clean help
 
 all: help
 
@@ -37,6 +37,9 @@ p4:
 
 p4-check:
 	@python3 tools/p4build.py check
+
+p4-tna-check:
+	@python3 tools/p4build.py tna-check
 
 test: setup
 	@bash scripts/test.sh

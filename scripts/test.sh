@@ -12,6 +12,7 @@ step() {
 }
 
 step "p4 output is fresh"       python3 tools/p4build.py check
+step "tofino program type-checks" python3 tools/p4build.py tna-check
 step "rust: host agents"        cargo test --release --manifest-path hosts/Cargo.toml
 step "rust: embedded switch"    cargo test --release --manifest-path switch/Cargo.toml
 step "python: unit + integration" .venv/bin/python -m pytest -q

@@ -150,14 +150,38 @@ def check(args: argparse.Namespace) -> int:
     return 0
 
 
+TNA_PROGRAM = "p4src/tna/cc_switch.p4"
+
+
+def tna_check(args: argparse.Namespace) -> int:
+    """Type-check the Tofino program with p4test and the TNA include files
+    (catches type errors, not hardware limits: only bf-p4c does that)."""
+    include = os.environ.get("P4CC_TNA_INCLUDE")
+    p4test = shutil.which("p4test")
+    if not include or not (Path(include) / "tna.p4").exists() or not p4test:
+        print("SKIPPED tna check: needs p4test on PATH and P4CC_TNA_INCLUDE=<dir with tna.p4> "
+              "(the p4include folder of p4c's backends/tofino, or the SDE's)")
+        return 0
+    for target in (1, 2):
+        res = subprocess.run([p4test, "--std", "p4-16", "-I", include,
+                              f"-D__TARGET_TOFINO__={target}", TNA_PROGRAM],
+                             cwd=ROOT, capture_output=True, text=True)
+        if res.returncode != 0 or res.stderr.strip():
+            print(f"{TNA_PROGRAM} (tofino{target}):\n{res.stderr}", file=sys.stderr)
+            return 1
+    print(f"{TNA_PROGRAM} type-checks for tofino and tofino2 (p4test)")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="compile with p4c into p4src/build/")
     b.add_argument("--allow-warnings", action="store_true")
     sub.add_parser("check", help="fail when p4src/build/ is stale")
+    sub.add_parser("tna-check", help="type-check the Tofino program with p4test")
     args = ap.parse_args()
-    return build(args) if args.cmd == "build" else check(args)
+    return {"build": build, "check": check, "tna-check": tna_check}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,6 @@ struct eg_headers_t {
 struct ig_meta_t { }
 
 struct eg_meta_t {
-    bit<8>  hops_left;
     bool    shim_ok;
     bit<16> switch_id;
 }
@@ -128,6 +127,7 @@ parser CcEgressParser(packet_in pkt, out eg_headers_t hdr, out eg_meta_t meta,
     state start {
         pkt.extract(eg_intr_md);
         meta.shim_ok = false;
+        meta.switch_id = 0;
         pkt.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
             ETHERTYPE_IPV4: parse_ipv4;
