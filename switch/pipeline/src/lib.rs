@@ -1,1 +1,43 @@
 //! v1model pipeline engine for p4c-generated bmv2 JSON.
+//!
+//! [`Program::from_json`] precompiles the JSON once; [`State`] holds the
+//! runtime state the control plane writes (tables, counters, registers,
+//! clone sessions, multicast groups, value sets); an [`Engine`] per packet
+//! thread runs packets with bmv2 simple_switch semantics: [`Engine::ingress`]
+//! at arrival, [`Engine::egress`] when the packet leaves its queue.
+
+mod actions;
+mod checksum;
+mod compile;
+mod engine;
+mod error;
+mod expr;
+mod json;
+mod parser;
+mod phv;
+mod program;
+mod rng;
+mod state;
+mod tables;
+
+pub use engine::{instance_type, Engine, QueueMeta, Queued, DROP_PORT};
+pub use error::{ErrorCode, LoadError, StateError};
+pub use program::{
+    ActionId, ActionInfo, CounterId, CounterInfo, CounterKind, KeyInfo, MatchKind, ParamInfo, Program,
+    RegisterId, RegisterInfo, TableId, TableInfo, ValueSetId, ValueSetInfo,
+};
+pub use state::{CounterValue, Replica, State};
+pub use tables::{ActionCall, MatchKey, TableEntry};
+
+#[cfg(test)]
+mod send_sync {
+    fn is_send_sync<T: Send + Sync>() {}
+    fn is_send<T: Send>() {}
+    #[test]
+    fn shared_types_cross_threads() {
+        is_send_sync::<crate::State>();
+        is_send_sync::<crate::Program>();
+        is_send::<crate::Engine>();
+        is_send::<crate::Queued>();
+    }
+}

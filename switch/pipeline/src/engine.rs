@@ -1,0 +1,447 @@
+//! The packet path, following bmv2 simple_switch: `ingress` runs parser,
+//! checksum verification and the ingress pipeline, then the traffic-manager
+//! decisions (I2E clone, resubmit, multicast, drop, unicast); the caller
+//! queues the resulting [`Queued`] packets (PHV kept, not re-parsed) and
+//! calls `egress` at dequeue, which runs the egress pipeline, E2E clone,
+//! drop, checksum update, deparser, recirculation and truncation.
+
+use crate::actions::{self, Exec};
+use crate::expr::Ctx;
+use crate::parser;
+use crate::phv::Phv;
+use crate::program::{KeySrc, NextMode, Node, Program};
+use crate::rng::Rng;
+use crate::state::{Replica, State};
+use std::sync::Arc;
+
+/// bmv2 simple_switch instance_type values.
+pub mod instance_type {
+    pub const NORMAL: u32 = 0;
+    pub const INGRESS_CLONE: u32 = 1;
+    pub const EGRESS_CLONE: u32 = 2;
+    pub const RECIRC: u32 = 4;
+    pub const REPLICATION: u32 = 5;
+    pub const RESUBMIT: u32 = 6;
+}
+
+/// The drop port of simple_switch (egress_spec value that drops).
+pub const DROP_PORT: u32 = 511;
+const MAX_RESUBMITS: u32 = 64;
+
+/// Packet state carried between ingress and egress.
+#[derive(Clone, Debug)]
+pub(crate) struct Pkt {
+    pub phv: Phv,
+    /// Bytes after the parsed headers (for a recirculated packet: the
+    /// whole frame, to be parsed).
+    pub payload: Vec<u8>,
+    pub ingress_length: u32,
+    /// bmv2 packet register 0: length adjusted by setValid/setInvalid.
+    pub pkt_len_reg: u32,
+    pub truncate: Option<usize>,
+    pub clone: Option<(u16, u16)>,
+    pub resubmit: u16,
+    pub recirculate: u16,
+    pub exit: bool,
+    pub assert_failed: bool,
+}
+
+impl Pkt {
+    fn new(p: &Program, len: u32) -> Pkt {
+        Pkt {
+            phv: Phv::new(p),
+            payload: Vec::new(),
+            ingress_length: len,
+            pkt_len_reg: len,
+            truncate: None,
+            clone: None,
+            resubmit: 0,
+            recirculate: 0,
+            exit: false,
+            assert_failed: false,
+        }
+    }
+}
+
+/// A packet between ingress and egress: its PHV and payload.
+#[derive(Clone, Debug)]
+pub struct Queued {
+    pkt: Pkt,
+    egress_port: u32,
+    recirc: bool,
+    session_truncate: Option<u32>,
+    len: usize,
+}
+
+impl Queued {
+    /// Port whose queue the packet joins.
+    pub fn egress_port(&self) -> u32 {
+        self.egress_port
+    }
+    /// Bytes the packet would have if deparsed now (for queue and rate
+    /// accounting).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// A recirculated packet: give it to [`Engine::ingress_recirculated`].
+    pub fn is_recirculate(&self) -> bool {
+        self.recirc
+    }
+    /// standard_metadata.instance_type of the packet (0 if absent).
+    pub fn instance_type(&self, program: &Program) -> u32 {
+        program.sm.instance_type.map_or(0, |s| self.pkt.phv.f[s] as u32)
+    }
+}
+
+/// Queue state for a packet leaving its queue (bmv2 queueing metadata).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueMeta {
+    /// Queue length (packets) when the packet was enqueued, before it.
+    pub enq_qdepth: u32,
+    /// Queue length (packets) after the packet was removed.
+    pub deq_qdepth: u32,
+    /// Time spent in the queue, µs.
+    pub deq_timedelta_us: u32,
+    /// Enqueue time, µs.
+    pub enq_timestamp_us: u64,
+}
+
+struct Scratch {
+    rng: Rng,
+    buf: Vec<u8>,
+    key: Vec<u128>,
+    lpm: Vec<u128>,
+    args: Vec<u128>,
+}
+
+/// One per packet thread.
+pub struct Engine {
+    state: Arc<State>,
+    prog: Arc<Program>,
+    s: Scratch,
+}
+
+fn sm_set(p: &Program, phv: &mut Phv, slot: Option<usize>, v: i128) {
+    if let Some(s) = slot {
+        phv.set(p, s, v);
+    }
+}
+
+fn copy_field_list(p: &Program, dst: &mut Phv, src: &Phv, fl: u16) {
+    if let Some(slots) = p.field_lists.get(&(fl as u64)) {
+        for &s in slots {
+            dst.f[s] = src.f[s];
+        }
+    }
+}
+
+fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt, start: Option<Node>) {
+    let mut node = start;
+    let mut steps = 0u32;
+    while let Some(n) = node {
+        if pkt.exit {
+            break;
+        }
+        steps += 1;
+        if steps > 1_000_000 {
+            break;
+        }
+        node = match n {
+            Node::Cond(c) => {
+                let cond = &p.conds[c];
+                let ctx = Ctx { p, phv: &pkt.phv, args: &[], state };
+                if ctx.eval_bool(&cond.expr) {
+                    cond.t
+                } else {
+                    cond.f
+                }
+            }
+            Node::Call(c) => {
+                let call = &p.calls[c];
+                let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
+                actions::run(&mut x, pkt, &p.action_defs[call.action].prims, &[]);
+                call.next
+            }
+            Node::Table(t) => {
+                let def = &p.table_defs[t];
+                s.key.clear();
+                for k in &def.keys {
+                    let mut v = match k.src {
+                        KeySrc::Slot(sl) => pkt.phv.f[sl],
+                        KeySrc::Valid(h) => pkt.phv.valid[h] as u128,
+                    };
+                    if let Some(m) = k.mask {
+                        v &= m;
+                    }
+                    s.key.push(v);
+                }
+                let count = p.table_infos[t].direct_counter.map(|_| pkt.ingress_length as u64);
+                let res = state.table_read(t).lookup(def, &s.key, &mut s.lpm, &mut s.args, count);
+                if let Some(a) = res.action {
+                    let args = std::mem::take(&mut s.args);
+                    let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
+                    actions::run(&mut x, pkt, &p.action_defs[a].prims, &args);
+                    s.args = args;
+                }
+                match &def.next {
+                    NextMode::HitMiss { hit, miss } => {
+                        if res.hit {
+                            *hit
+                        } else {
+                            *miss
+                        }
+                    }
+                    NextMode::ByAction(m) => match res.action {
+                        Some(a) => m.get(&a).copied().flatten(),
+                        None => def.base_default_next,
+                    },
+                }
+            }
+        };
+    }
+}
+
+impl Engine {
+    pub fn new(state: Arc<State>) -> Engine {
+        let seed = state.next_engine_seed();
+        Engine::with_seed(state, seed)
+    }
+
+    /// An engine whose `random` draws come from the given seed.
+    pub fn with_seed(state: Arc<State>, seed: u64) -> Engine {
+        let prog = state.program().clone();
+        Engine {
+            state,
+            prog,
+            s: Scratch { rng: Rng::new(seed), buf: Vec::new(), key: Vec::new(), lpm: Vec::new(), args: Vec::new() },
+        }
+    }
+
+    pub fn state(&self) -> &Arc<State> {
+        &self.state
+    }
+
+    /// Parser, verify-checksum, ingress, then traffic-manager decisions.
+    /// Appends 0..n packets to `out`.
+    pub fn ingress(&mut self, frame: &[u8], ingress_port: u32, now_us: u64, out: &mut Vec<Queued>) {
+        let prog = self.prog.clone();
+        let p = &*prog;
+        let len = frame.len() as u32;
+        let mut pkt = Pkt::new(p, len);
+        let sm = p.sm;
+        sm_set(p, &mut pkt.phv, sm.ingress_port, ingress_port as i128);
+        sm_set(p, &mut pkt.phv, sm.packet_length, len as i128);
+        sm_set(p, &mut pkt.phv, sm.instance_type, instance_type::NORMAL as i128);
+        sm_set(p, &mut pkt.phv, sm.ingress_ts, now_us as i128);
+        self.ingress_common(pkt, frame, ingress_port, out, 0);
+    }
+
+    /// Runs ingress again for a packet `egress` flagged for recirculation.
+    pub fn ingress_recirculated(&mut self, q: Queued, _now_us: u64, out: &mut Vec<Queued>) {
+        let mut pkt = q.pkt;
+        let frame = std::mem::take(&mut pkt.payload);
+        let port = self.prog.sm.ingress_port.map_or(0, |s| pkt.phv.f[s] as u32);
+        self.ingress_common(pkt, &frame, port, out, 0);
+    }
+
+    fn ingress_common(&mut self, mut pkt: Pkt, frame: &[u8], ingress_port: u32, out: &mut Vec<Queued>, depth: u32) {
+        let prog = self.prog.clone();
+        let p = &*prog;
+        let state_arc = self.state.clone();
+        let state = &*state_arc;
+        let sm = p.sm;
+        let parsed = self.parse_into(&mut pkt, frame);
+        let _ = parsed;
+        run_pipeline(p, state, &mut self.s, &mut pkt, p.ingress_start);
+        pkt.exit = false;
+        if pkt.assert_failed {
+            return;
+        }
+        let egress_spec = sm.egress_spec.map_or(0, |s| pkt.phv.f[s] as u32);
+        let mgid = sm.mcast_grp.map_or(0, |s| pkt.phv.f[s] as u16);
+
+        // I2E clone: re-parse the original frame, preserve the field list.
+        if let Some((session, fl)) = pkt.clone.take() {
+            if let Some(cs) = state.clone_session(session as u32) {
+                let mut c = Pkt::new(p, pkt.ingress_length);
+                sm_set(p, &mut c.phv, sm.ingress_port, ingress_port as i128);
+                self.parse_into(&mut c, frame);
+                c.phv.reset_metadata(p);
+                copy_field_list(p, &mut c.phv, &pkt.phv, fl);
+                sm_set(p, &mut c.phv, sm.instance_type, instance_type::INGRESS_CLONE as i128);
+                c.pkt_len_reg = pkt.ingress_length;
+                self.replicate(c, &cs.replicas, cs.truncate, out);
+            }
+        }
+
+        if pkt.resubmit != 0 {
+            if depth >= MAX_RESUBMITS {
+                return;
+            }
+            let mut r = Pkt::new(p, pkt.ingress_length);
+            r.phv.reset_metadata(p);
+            copy_field_list(p, &mut r.phv, &pkt.phv, pkt.resubmit);
+            sm_set(p, &mut r.phv, sm.instance_type, instance_type::RESUBMIT as i128);
+            sm_set(p, &mut r.phv, sm.packet_length, pkt.ingress_length as i128);
+            let port = sm.ingress_port.map_or(0, |s| r.phv.f[s] as u32);
+            self.ingress_common(r, frame, port, out, depth + 1);
+            return;
+        }
+
+        if mgid != 0 {
+            sm_set(p, &mut pkt.phv, sm.instance_type, instance_type::REPLICATION as i128);
+            let replicas = state.with_mcast(mgid, |r| r.to_vec()).unwrap_or_default();
+            self.replicate(pkt, &replicas, None, out);
+            return;
+        }
+
+        if egress_spec == DROP_PORT {
+            return;
+        }
+        sm_set(p, &mut pkt.phv, sm.instance_type, instance_type::NORMAL as i128);
+        self.enqueue(pkt, egress_spec, None, false, out);
+    }
+
+    /// Parser + checksum verification into `pkt` (payload = unparsed rest).
+    fn parse_into(&mut self, pkt: &mut Pkt, frame: &[u8]) -> usize {
+        let p = &*self.prog;
+        let sm = p.sm;
+        let mut key = std::mem::take(&mut self.s.key);
+        let mut x = Exec { p, state: &self.state, rng: &mut self.s.rng, buf: &mut self.s.buf, drop_port: DROP_PORT };
+        let (parsed, err) = parser::parse(&mut x, pkt, frame, &mut key);
+        pkt.payload.clear();
+        pkt.payload.extend_from_slice(frame.get(parsed..).unwrap_or(&[]));
+        let bad = parser::verify_checksums(&mut x, pkt);
+        self.s.key = key;
+        sm_set(p, &mut pkt.phv, sm.parser_error, err as i128);
+        sm_set(p, &mut pkt.phv, sm.checksum_error, bad as i128);
+        parsed
+    }
+
+    fn replicate(&mut self, pkt: Pkt, replicas: &[Replica], trunc: Option<u32>, out: &mut Vec<Queued>) {
+        let prog = self.prog.clone();
+        let p = &*prog;
+        let n = replicas.len();
+        let mut pkt = Some(pkt);
+        for (i, r) in replicas.iter().enumerate() {
+            let mut c = if i + 1 == n {
+                match pkt.take() {
+                    Some(x) => x,
+                    None => return,
+                }
+            } else {
+                match pkt.as_ref() {
+                    Some(x) => x.clone(),
+                    None => return,
+                }
+            };
+            sm_set(p, &mut c.phv, p.sm.egress_rid, r.rid as i128);
+            self.enqueue(c, r.port, trunc, false, out);
+        }
+    }
+
+    fn enqueue(&self, pkt: Pkt, port: u32, trunc: Option<u32>, recirc: bool, out: &mut Vec<Queued>) {
+        let p = &*self.prog;
+        if let Some(s) = p.sm.priority {
+            // simple_switch with one queue per port drops other priorities
+            if pkt.phv.f[s] != 0 {
+                return;
+            }
+        }
+        let len = if recirc { pkt.payload.len() } else { p.header_bytes(&pkt.phv.valid) + pkt.payload.len() };
+        out.push(Queued { pkt, egress_port: port, recirc, session_truncate: trunc, len });
+    }
+
+    /// Egress for a packet leaving its queue. Returns the frame to send on
+    /// `pkt.egress_port()`, or None if dropped. E2E clones and
+    /// recirculations are appended to `requeue`.
+    pub fn egress(&mut self, q: Queued, qm: QueueMeta, now_us: u64, requeue: &mut Vec<Queued>) -> Option<Vec<u8>> {
+        let prog = self.prog.clone();
+        let p = &*prog;
+        let state_arc = self.state.clone();
+        let state = &*state_arc;
+        let sm = p.sm;
+        let port = q.egress_port;
+        let session_truncate = q.session_truncate;
+        let mut pkt = q.pkt;
+        sm_set(p, &mut pkt.phv, sm.egress_ts, now_us as i128);
+        if sm.with_queueing {
+            sm_set(p, &mut pkt.phv, sm.enq_timestamp, qm.enq_timestamp_us as i128);
+            sm_set(p, &mut pkt.phv, sm.enq_qdepth, qm.enq_qdepth as i128);
+            sm_set(p, &mut pkt.phv, sm.deq_timedelta, qm.deq_timedelta_us as i128);
+            sm_set(p, &mut pkt.phv, sm.deq_qdepth, qm.deq_qdepth as i128);
+            sm_set(p, &mut pkt.phv, sm.qid, 0);
+        }
+        sm_set(p, &mut pkt.phv, sm.egress_port, port as i128);
+        sm_set(p, &mut pkt.phv, sm.egress_spec, DROP_PORT as i128 + 1);
+        sm_set(p, &mut pkt.phv, sm.packet_length, pkt.pkt_len_reg as i128);
+
+        run_pipeline(p, state, &mut self.s, &mut pkt, p.egress_start);
+
+        if let Some((session, fl)) = pkt.clone.take() {
+            if let Some(cs) = state.clone_session(session as u32) {
+                let mut c = Pkt::new(p, pkt.ingress_length);
+                c.phv.copy_from(&pkt.phv);
+                c.phv.reset_metadata(p);
+                copy_field_list(p, &mut c.phv, &pkt.phv, fl);
+                sm_set(p, &mut c.phv, sm.instance_type, instance_type::EGRESS_CLONE as i128);
+                c.payload = pkt.payload.clone();
+                c.pkt_len_reg = pkt.pkt_len_reg;
+                self.replicate(c, &cs.replicas, cs.truncate, requeue);
+            }
+        }
+
+        if pkt.assert_failed {
+            return None;
+        }
+        let egress_spec = sm.egress_spec.map_or(0, |s| pkt.phv.f[s] as u32);
+        if egress_spec == DROP_PORT {
+            return None;
+        }
+
+        let mut frame = self.deparse(&mut pkt);
+
+        if pkt.recirculate != 0 {
+            let mut r = Pkt::new(p, frame.len() as u32);
+            r.phv.reset_metadata(p);
+            copy_field_list(p, &mut r.phv, &pkt.phv, pkt.recirculate);
+            sm_set(p, &mut r.phv, sm.instance_type, instance_type::RECIRC as i128);
+            sm_set(p, &mut r.phv, sm.packet_length, frame.len() as i128);
+            r.payload = frame;
+            self.enqueue(r, port, None, true, requeue);
+            return None;
+        }
+
+        let mut limit = pkt.truncate;
+        if let Some(t) = session_truncate {
+            limit = Some(limit.map_or(t as usize, |l| l.min(t as usize)));
+        }
+        if let Some(l) = limit {
+            frame.truncate(l);
+        }
+        Some(frame)
+    }
+
+    fn deparse(&mut self, pkt: &mut Pkt) -> Vec<u8> {
+        let p = &*self.prog;
+        let mut x = Exec { p, state: &self.state, rng: &mut self.s.rng, buf: &mut self.s.buf, drop_port: DROP_PORT };
+        parser::update_checksums(&mut x, pkt);
+        let hlen = p.header_bytes(&pkt.phv.valid);
+        let mut frame = vec![0u8; hlen];
+        let mut bit = 0;
+        for &h in &p.deparser {
+            if pkt.phv.valid[h] {
+                bit = pkt.phv.deparse_into(p, h, &mut frame, bit);
+            }
+        }
+        let payload = match pkt.truncate {
+            Some(t) => &pkt.payload[..pkt.payload.len().min(t)],
+            None => &pkt.payload[..],
+        };
+        frame.extend_from_slice(payload);
+        frame
+    }
+}

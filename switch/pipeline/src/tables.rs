@@ -1,0 +1,527 @@
+//! Match-action table storage and lookup. Exact tables use a hash map, LPM
+//! tables one hash map per prefix length (longest first), ternary / range /
+//! optional tables a priority-ordered list. Priorities follow P4Runtime: a
+//! larger number wins; equal priorities resolve to the earliest inserted.
+
+use crate::error::StateError;
+use crate::phv::mask;
+use crate::program::{ActionId, KeyKind, Program, TableDef, TableInfo, TableKind};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// One key field of a table entry. Byte strings are big-endian, any length.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum MatchKey {
+    Exact(Vec<u8>),
+    Lpm { value: Vec<u8>, prefix_len: u32 },
+    Ternary { value: Vec<u8>, mask: Vec<u8> },
+    Range { low: Vec<u8>, high: Vec<u8> },
+    /// `None` is the wildcard.
+    Optional(Option<Vec<u8>>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ActionCall {
+    pub action: ActionId,
+    pub args: Vec<Vec<u8>>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableEntry {
+    pub key: Vec<MatchKey>,
+    /// Larger wins (P4Runtime convention). Ignored for exact and LPM tables.
+    pub priority: i32,
+    pub action: ActionCall,
+}
+
+/// Counter cell (packets and bytes), updated with relaxed atomics.
+#[derive(Debug, Default)]
+pub(crate) struct Cell {
+    pub bytes: AtomicU64,
+    pub packets: AtomicU64,
+}
+
+impl Cell {
+    #[inline]
+    pub fn add(&self, bytes: u64) {
+        self.bytes.fetch_add(bytes, Relaxed);
+        self.packets.fetch_add(1, Relaxed);
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Fm {
+    Exact(u128),
+    Lpm(u128, u32),
+    Tern(u128, u128),
+    Range(u128, u128),
+}
+
+#[derive(Debug)]
+struct Entry {
+    orig: TableEntry,
+    fm: Vec<Fm>,
+    priority: i32,
+    action: usize,
+    args: Box<[u128]>,
+    counter: Cell,
+    seq: u64,
+}
+
+type KeyMap = HashMap<Box<[u128]>, usize>;
+
+#[derive(Debug)]
+pub(crate) struct TableState {
+    slab: Vec<Option<Entry>>,
+    free: Vec<usize>,
+    count: usize,
+    seq: u64,
+    exact: HashMap<Box<[u128]>, usize>,
+    /// (prefix length, entries), longest prefix first
+    lpm: Vec<(u32, KeyMap)>,
+    ordered: Vec<usize>,
+    default: Option<(usize, Box<[u128]>, ActionCall)>,
+    immutable: bool,
+}
+
+/// Big-endian bytes to a value that must fit `width` bits.
+pub(crate) fn value_of(b: &[u8], width: u32, what: &str) -> Result<u128, StateError> {
+    let too_wide = || StateError::ValueTooWide { what: what.to_string(), bitwidth: width };
+    let v = crate::json::bytes_to_u128(b).ok_or_else(too_wide)?;
+    if width < 128 && v >> width != 0 {
+        return Err(too_wide());
+    }
+    Ok(v)
+}
+
+/// A value as ceil(width/8) big-endian bytes.
+pub(crate) fn bytes_of(v: u128, width: u32) -> Vec<u8> {
+    let n = (width as usize).div_ceil(8).max(1);
+    let full = v.to_be_bytes();
+    full[16 - n.min(16)..].to_vec()
+}
+
+fn prefix_mask(width: u32, plen: u32) -> u128 {
+    if plen == 0 {
+        0
+    } else {
+        mask(width) ^ mask(width - plen.min(width))
+    }
+}
+
+/// Validates an action call for a table; returns (program action index,
+/// argument values). An action of the same name as one of the table's is
+/// accepted (p4c may duplicate actions such as NoAction).
+pub(crate) fn check_action(
+    p: &Program,
+    info: &TableInfo,
+    call: &ActionCall,
+) -> Result<(usize, Box<[u128]>), StateError> {
+    let a = call.action.0;
+    let ainfo = p
+        .action_infos
+        .get(a)
+        .ok_or_else(|| StateError::BadAction(format!("no action with id {a}")))?;
+    let chosen = if info.action_ids.contains(&call.action) {
+        a
+    } else {
+        info.action_ids
+            .iter()
+            .find(|id| p.action_infos[id.0].name == ainfo.name)
+            .map(|id| id.0)
+            .ok_or_else(|| {
+                StateError::BadAction(format!(
+                    "action '{}' is not an action of table '{}'",
+                    ainfo.name, info.name
+                ))
+            })?
+    };
+    let params = &p.action_infos[chosen].params;
+    if call.args.len() != params.len() {
+        return Err(StateError::BadArg(format!(
+            "action '{}' takes {} arguments, got {}",
+            ainfo.name,
+            params.len(),
+            call.args.len()
+        )));
+    }
+    let mut args = Vec::with_capacity(params.len());
+    for (b, prm) in call.args.iter().zip(params) {
+        args.push(value_of(b, prm.bitwidth, &format!("argument '{}' of '{}'", prm.name, ainfo.name))?);
+    }
+    Ok((chosen, args.into_boxed_slice()))
+}
+
+fn canon(def: &TableDef, info: &TableInfo, key: &[MatchKey]) -> Result<Vec<Fm>, StateError> {
+    if key.len() != def.keys.len() {
+        return Err(StateError::BadKey(format!(
+            "table '{}' has {} key fields, got {}",
+            info.name,
+            def.keys.len(),
+            key.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(key.len());
+    for (i, (k, kd)) in key.iter().zip(&def.keys).enumerate() {
+        let w = kd.width;
+        let name = &info.keys[i].name;
+        let bad = |m: &str| StateError::BadKey(format!("key field '{name}': {m}"));
+        let fm = match (kd.kind, k) {
+            (KeyKind::Exact | KeyKind::Valid, MatchKey::Exact(v)) => Fm::Exact(value_of(v, w, name)?),
+            (KeyKind::Lpm, MatchKey::Lpm { value, prefix_len }) => {
+                if *prefix_len > w {
+                    return Err(bad(&format!("prefix length {prefix_len} > {w}")));
+                }
+                let v = value_of(value, w, name)?;
+                if v & !prefix_mask(w, *prefix_len) != 0 {
+                    return Err(bad("value has bits set beyond the prefix length"));
+                }
+                Fm::Lpm(v, *prefix_len)
+            }
+            (KeyKind::Ternary, MatchKey::Ternary { value, mask: m }) => {
+                let v = value_of(value, w, name)?;
+                let m = value_of(m, w, name)?;
+                if v & !m != 0 {
+                    return Err(bad("value has bits set outside the mask"));
+                }
+                Fm::Tern(v, m)
+            }
+            (KeyKind::Ternary, MatchKey::Optional(o)) => match o {
+                Some(v) => Fm::Tern(value_of(v, w, name)?, mask(w)),
+                None => Fm::Tern(0, 0),
+            },
+            (KeyKind::Range, MatchKey::Range { low, high }) => {
+                let (lo, hi) = (value_of(low, w, name)?, value_of(high, w, name)?);
+                if lo > hi {
+                    return Err(bad("range low > high"));
+                }
+                Fm::Range(lo, hi)
+            }
+            (kind, k) => {
+                return Err(bad(&format!("a {kind:?} key field cannot take {k:?}")));
+            }
+        };
+        out.push(fm);
+    }
+    Ok(out)
+}
+
+fn exact_key(fm: &[Fm]) -> Box<[u128]> {
+    fm.iter()
+        .map(|f| match f {
+            Fm::Exact(v) | Fm::Lpm(v, _) | Fm::Tern(v, _) | Fm::Range(v, _) => *v,
+        })
+        .collect()
+}
+
+fn lpm_plen(fm: &[Fm]) -> u32 {
+    fm.iter()
+        .find_map(|f| match f {
+            Fm::Lpm(_, l) => Some(*l),
+            _ => None,
+        })
+        .unwrap_or(0)
+}
+
+fn fm_matches(def: &TableDef, fm: &[Fm], k: &[u128]) -> bool {
+    fm.iter().zip(k).zip(&def.keys).all(|((f, &k), kd)| match *f {
+        Fm::Exact(v) => k == v,
+        Fm::Lpm(v, l) => k & prefix_mask(kd.width, l) == v,
+        Fm::Tern(v, m) => k & m == v,
+        Fm::Range(lo, hi) => lo <= k && k <= hi,
+    })
+}
+
+pub(crate) struct LookupResult {
+    pub hit: bool,
+    pub action: Option<usize>,
+}
+
+impl TableState {
+    pub fn new(p: &Program, t: usize) -> TableState {
+        let def = &p.table_defs[t];
+        let mut st = TableState {
+            slab: Vec::new(),
+            free: Vec::new(),
+            count: 0,
+            seq: 0,
+            exact: HashMap::new(),
+            lpm: Vec::new(),
+            ordered: Vec::new(),
+            default: None,
+            immutable: false,
+        };
+        st.reset_default(p, t);
+        for e in &def.const_entries {
+            // validated at load time
+            let _ = st.insert(p, t, e.clone());
+        }
+        st.immutable = !def.const_entries.is_empty();
+        st
+    }
+
+    /// Inserts the program's const entries into an empty table.
+    pub fn validate_const(p: &Program, t: usize) -> Result<(), StateError> {
+        let mut st = TableState {
+            slab: Vec::new(),
+            free: Vec::new(),
+            count: 0,
+            seq: 0,
+            exact: HashMap::new(),
+            lpm: Vec::new(),
+            ordered: Vec::new(),
+            default: None,
+            immutable: false,
+        };
+        for e in &p.table_defs[t].const_entries {
+            st.insert(p, t, e.clone())?;
+        }
+        Ok(())
+    }
+
+    fn find(&self, def: &TableDef, fm: &[Fm], priority: i32) -> Option<usize> {
+        match def.kind {
+            TableKind::Exact => self.exact.get(&exact_key(fm)).copied(),
+            TableKind::Lpm => {
+                let l = lpm_plen(fm);
+                self.lpm.iter().find(|(pl, _)| *pl == l).and_then(|(_, m)| m.get(&exact_key(fm)).copied())
+            }
+            TableKind::Ternary => self.ordered.iter().copied().find(|&i| {
+                self.slab[i].as_ref().is_some_and(|e| e.priority == priority && e.fm == fm)
+            }),
+        }
+    }
+
+    pub fn insert(&mut self, p: &Program, t: usize, e: TableEntry) -> Result<(), StateError> {
+        let (def, info) = (&p.table_defs[t], &p.table_infos[t]);
+        if self.immutable {
+            return Err(StateError::ConstEntries(info.name.clone()));
+        }
+        let fm = canon(def, info, &e.key)?;
+        let (action, args) = check_action(p, info, &e.action)?;
+        let priority = if def.kind == TableKind::Ternary { e.priority } else { 0 };
+        if self.find(def, &fm, priority).is_some() {
+            return Err(StateError::EntryExists);
+        }
+        if self.count >= info.max_size {
+            return Err(StateError::TableFull { table: info.name.clone(), max_size: info.max_size });
+        }
+        self.seq += 1;
+        let entry = Entry { orig: e, fm, priority, action, args, counter: Cell::default(), seq: self.seq };
+        let idx = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slab.push(None);
+                self.slab.len() - 1
+            }
+        };
+        match def.kind {
+            TableKind::Exact => {
+                self.exact.insert(exact_key(&entry.fm), idx);
+            }
+            TableKind::Lpm => {
+                let l = lpm_plen(&entry.fm);
+                let pos = match self.lpm.iter().position(|(pl, _)| *pl <= l) {
+                    Some(p) if self.lpm[p].0 == l => p,
+                    Some(p) => {
+                        self.lpm.insert(p, (l, HashMap::new()));
+                        p
+                    }
+                    None => {
+                        self.lpm.push((l, HashMap::new()));
+                        self.lpm.len() - 1
+                    }
+                };
+                self.lpm[pos].1.insert(exact_key(&entry.fm), idx);
+            }
+            TableKind::Ternary => {
+                let slab = &self.slab;
+                let pos = self.ordered.partition_point(|&i| {
+                    slab[i].as_ref().is_some_and(|o| o.priority >= entry.priority)
+                });
+                self.ordered.insert(pos, idx);
+            }
+        }
+        self.slab[idx] = Some(entry);
+        self.count += 1;
+        Ok(())
+    }
+
+    pub fn modify(&mut self, p: &Program, t: usize, e: TableEntry) -> Result<(), StateError> {
+        let (def, info) = (&p.table_defs[t], &p.table_infos[t]);
+        if self.immutable {
+            return Err(StateError::ConstEntries(info.name.clone()));
+        }
+        let fm = canon(def, info, &e.key)?;
+        let (action, args) = check_action(p, info, &e.action)?;
+        let priority = if def.kind == TableKind::Ternary { e.priority } else { 0 };
+        let idx = self.find(def, &fm, priority).ok_or(StateError::NoSuchEntry)?;
+        if let Some(ent) = self.slab[idx].as_mut() {
+            ent.action = action;
+            ent.args = args;
+            ent.orig.action = e.action;
+        }
+        Ok(())
+    }
+
+    pub fn delete(&mut self, p: &Program, t: usize, key: &[MatchKey], priority: i32) -> Result<(), StateError> {
+        let (def, info) = (&p.table_defs[t], &p.table_infos[t]);
+        if self.immutable {
+            return Err(StateError::ConstEntries(info.name.clone()));
+        }
+        let fm = canon(def, info, key)?;
+        let priority = if def.kind == TableKind::Ternary { priority } else { 0 };
+        let idx = self.find(def, &fm, priority).ok_or(StateError::NoSuchEntry)?;
+        self.remove_idx(def, idx);
+        Ok(())
+    }
+
+    fn remove_idx(&mut self, def: &TableDef, idx: usize) {
+        if let Some(e) = self.slab[idx].take() {
+            match def.kind {
+                TableKind::Exact => {
+                    self.exact.remove(&exact_key(&e.fm));
+                }
+                TableKind::Lpm => {
+                    let l = lpm_plen(&e.fm);
+                    if let Some(pos) = self.lpm.iter().position(|(pl, _)| *pl == l) {
+                        self.lpm[pos].1.remove(&exact_key(&e.fm));
+                        if self.lpm[pos].1.is_empty() {
+                            self.lpm.remove(pos);
+                        }
+                    }
+                }
+                TableKind::Ternary => self.ordered.retain(|&i| i != idx),
+            }
+            self.free.push(idx);
+            self.count -= 1;
+        }
+    }
+
+    pub fn entries(&self) -> Vec<TableEntry> {
+        let mut v: Vec<&Entry> = self.slab.iter().flatten().collect();
+        v.sort_by_key(|e| e.seq);
+        v.into_iter().map(|e| e.orig.clone()).collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn clear(&mut self, p: &Program, t: usize) {
+        if self.immutable {
+            return;
+        }
+        let def = &p.table_defs[t];
+        for i in 0..self.slab.len() {
+            self.remove_idx(def, i);
+        }
+        self.slab.clear();
+        self.free.clear();
+    }
+
+    pub fn set_default(&mut self, p: &Program, t: usize, a: ActionCall) -> Result<(), StateError> {
+        let info = &p.table_infos[t];
+        if info.default_is_const {
+            return Err(StateError::ConstDefault(info.name.clone()));
+        }
+        let (action, args) = check_action(p, info, &a)?;
+        self.default = Some((action, args, a));
+        Ok(())
+    }
+
+    pub fn reset_default(&mut self, p: &Program, t: usize) {
+        let def = &p.table_defs[t];
+        self.default = def.default.as_ref().map(|(a, args)| {
+            let params = &p.action_infos[*a].params;
+            let call = ActionCall {
+                action: ActionId(*a),
+                args: args.iter().zip(params).map(|(v, prm)| bytes_of(*v, prm.bitwidth)).collect(),
+            };
+            (*a, args.clone().into_boxed_slice(), call)
+        });
+    }
+
+    pub fn get_default(&self) -> Option<ActionCall> {
+        self.default.as_ref().map(|d| d.2.clone())
+    }
+
+    pub fn direct_counter(&self, p: &Program, t: usize, key: &[MatchKey], priority: i32) -> Result<(u64, u64), StateError> {
+        let (def, info) = (&p.table_defs[t], &p.table_infos[t]);
+        let fm = canon(def, info, key)?;
+        let priority = if def.kind == TableKind::Ternary { priority } else { 0 };
+        let idx = self.find(def, &fm, priority).ok_or(StateError::NoSuchEntry)?;
+        let e = self.slab[idx].as_ref().ok_or(StateError::NoSuchEntry)?;
+        Ok((e.counter.bytes.load(Relaxed), e.counter.packets.load(Relaxed)))
+    }
+
+    pub fn direct_counter_write(
+        &self,
+        p: &Program,
+        t: usize,
+        key: &[MatchKey],
+        priority: i32,
+        bytes: u64,
+        packets: u64,
+    ) -> Result<(), StateError> {
+        let (def, info) = (&p.table_defs[t], &p.table_infos[t]);
+        let fm = canon(def, info, key)?;
+        let priority = if def.kind == TableKind::Ternary { priority } else { 0 };
+        let idx = self.find(def, &fm, priority).ok_or(StateError::NoSuchEntry)?;
+        let e = self.slab[idx].as_ref().ok_or(StateError::NoSuchEntry)?;
+        e.counter.bytes.store(bytes, Relaxed);
+        e.counter.packets.store(packets, Relaxed);
+        Ok(())
+    }
+
+    /// Looks `key` up; copies the action arguments into `args`. On a hit,
+    /// counts the packet in the entry's direct counter if `count_bytes`.
+    pub fn lookup(
+        &self,
+        def: &TableDef,
+        key: &[u128],
+        scratch: &mut Vec<u128>,
+        args: &mut Vec<u128>,
+        count_bytes: Option<u64>,
+    ) -> LookupResult {
+        let found = match def.kind {
+            TableKind::Exact => self.exact.get(key).copied(),
+            TableKind::Lpm => {
+                let mut f = None;
+                let li = def.keys.iter().position(|k| k.kind == KeyKind::Lpm);
+                for (plen, m) in &self.lpm {
+                    scratch.clear();
+                    scratch.extend_from_slice(key);
+                    if let Some(li) = li {
+                        scratch[li] &= prefix_mask(def.keys[li].width, *plen);
+                    }
+                    if let Some(&i) = m.get(scratch.as_slice()) {
+                        f = Some(i);
+                        break;
+                    }
+                }
+                f
+            }
+            TableKind::Ternary => self
+                .ordered
+                .iter()
+                .copied()
+                .find(|&i| self.slab[i].as_ref().is_some_and(|e| fm_matches(def, &e.fm, key))),
+        };
+        args.clear();
+        if let Some(e) = found.and_then(|i| self.slab[i].as_ref()) {
+            if let Some(b) = count_bytes {
+                e.counter.add(b);
+            }
+            args.extend_from_slice(&e.args);
+            return LookupResult { hit: true, action: Some(e.action) };
+        }
+        match &self.default {
+            Some((a, a_args, _)) => {
+                args.extend_from_slice(a_args);
+                LookupResult { hit: false, action: Some(*a) }
+            }
+            None => LookupResult { hit: false, action: None },
+        }
+    }
+}

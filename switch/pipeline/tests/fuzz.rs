@@ -1,0 +1,228 @@
+//! Seeded fuzzing: random and truncated frames, random control-plane
+//! writes. Nothing may panic and the port counters must add up.
+
+mod common;
+use common::*;
+use pipeline::*;
+use std::sync::Arc;
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+fn random_key(r: &mut Rng, info: &TableInfo) -> Vec<MatchKey> {
+    info.keys
+        .iter()
+        .map(|k| {
+            let nb = (k.bitwidth as usize).div_ceil(8);
+            let len = if r.below(8) == 0 { r.below(nb as u64 + 3) as usize } else { nb };
+            let mut v = r.bytes(len);
+            if r.below(2) == 0 && !v.is_empty() {
+                v[0] &= ((1u16 << (k.bitwidth % 8).max(if k.bitwidth % 8 == 0 { 8 } else { 0 })) - 1) as u8;
+            }
+            match r.below(6) {
+                0 => MatchKey::Exact(v),
+                1 => MatchKey::Lpm { value: v, prefix_len: r.below(k.bitwidth as u64 + 2) as u32 },
+                2 => MatchKey::Ternary { mask: v.clone(), value: v },
+                3 => MatchKey::Range { low: v.clone(), high: v },
+                4 => MatchKey::Optional(Some(v)),
+                _ => match k.match_kind {
+                    MatchKind::Exact => MatchKey::Exact(v),
+                    MatchKind::Lpm => MatchKey::Lpm { value: vec![0; nb], prefix_len: 0 },
+                    _ => MatchKey::Ternary { value: vec![0; nb], mask: vec![0; nb] },
+                },
+            }
+        })
+        .collect()
+}
+
+fn random_call(r: &mut Rng, p: &Program, info: &TableInfo) -> ActionCall {
+    let a = if r.below(10) == 0 { ActionId(r.below(p.actions().len() as u64) as usize) } else {
+        info.action_ids[r.below(info.action_ids.len() as u64) as usize]
+    };
+    let n = p.actions()[a.0].params.len() + if r.below(10) == 0 { 1 } else { 0 };
+    let args = (0..n)
+        .map(|i| {
+            let w = p.actions()[a.0].params.get(i).map_or(8, |x| x.bitwidth);
+            let mut b = r.bytes((w as usize).div_ceil(8));
+            if r.below(3) > 0 && !b.is_empty() && w % 8 != 0 {
+                b[0] &= (1u8 << (w % 8)) - 1;
+            }
+            b
+        })
+        .collect();
+    ActionCall { action: a, args }
+}
+
+fn frames(r: &mut Rng) -> Vec<u8> {
+    let base = match r.below(5) {
+        0 => {
+            let n = r.below(120) as usize;
+            r.bytes(n)
+        }
+        1 => {
+            let (d, t, n) = (r.next() as u32, r.below(4) as u8, r.below(60) as usize);
+            ip_frame(d, t, &r.bytes(n))
+        }
+        2 => {
+            // UDP with a shim of random hop count
+            let hops = r.below(7) as u8;
+            let mut payload = vec![1, hops, 0, 0, 0, 0, 0, 0];
+            let n = 20 * r.below(6) as usize;
+            payload.extend(r.bytes(n));
+            let mut udp = 1u16.to_be_bytes().to_vec();
+            udp.extend(7360u16.to_be_bytes());
+            udp.extend((8 + payload.len() as u16).to_be_bytes());
+            udp.extend([0, 0]);
+            udp.extend(payload);
+            let mut f = eth(0xfe, 1, 0x0800);
+            let mut ip = ipv4(1, 0x0a000201, 64, 17, r.below(4) as u8, udp.len() as u16);
+            ip.extend(udp);
+            f.extend(ip);
+            f
+        }
+        3 => {
+            let mut f = eth(r.next(), r.next(), 0x8100);
+            let n = r.below(40) as usize;
+            f.extend(r.bytes(n));
+            f
+        }
+        _ => {
+            let mut f = ip_frame(0x0a000201, 64, &r.bytes(30));
+            f[23] = 6;
+            f
+        }
+    };
+    let cut = if r.below(3) == 0 { r.below(base.len() as u64 + 1) as usize } else { base.len() };
+    base[..cut].to_vec()
+}
+
+fn fuzz(p: Program, seed: u64, rounds: usize, rx: Option<&str>, tx: Option<&str>) {
+    let p = Arc::new(p);
+    let st = Arc::new(State::new(p.clone()));
+    let mut e = Engine::with_seed(st.clone(), seed);
+    let mut r = Rng(seed | 1);
+    st.clone_session_set(100, vec![Replica { port: 9, rid: 0 }], Some(r.below(200) as u32));
+    st.mcast_group_set(1, vec![Replica { port: 1, rid: 1 }, Replica { port: 2, rid: 2 }]);
+    let mut sent_per_port = [0u64; 512];
+    let mut transmitted = 0u64;
+    for round in 0..rounds {
+        // control plane
+        for _ in 0..r.below(4) {
+            let t = TableId(r.below(p.tables().len() as u64) as usize);
+            let info = &p.tables()[t.0];
+            let key = random_key(&mut r, info);
+            let prio = r.below(5) as i32 - 1;
+            let c = random_call(&mut r, &p, info);
+            let _ = match r.below(6) {
+                0..=2 => st.table_insert(t, TableEntry { key, priority: prio, action: c }),
+                3 => st.table_modify(t, TableEntry { key, priority: prio, action: c }),
+                4 => st.table_delete(t, &key, prio),
+                _ => st.table_set_default(t, c),
+            };
+            if r.below(50) == 0 {
+                st.table_clear(t);
+            }
+            if r.below(30) == 0 {
+                st.table_reset_default(t);
+            }
+            let _ = st.table_entries(t);
+        }
+        // packets
+        let f = frames(&mut r);
+        let port = r.below(8) as u32;
+        sent_per_port[port as usize] += 1;
+        let mut q = Vec::new();
+        e.ingress(&f, port, round as u64, &mut q);
+        let mut guard = 0;
+        while let Some(pk) = (!q.is_empty()).then(|| q.remove(0)) {
+            guard += 1;
+            assert!(guard < 64);
+            if pk.is_recirculate() {
+                e.ingress_recirculated(pk, round as u64, &mut q);
+                continue;
+            }
+            let _ = pk.len();
+            let qmeta = QueueMeta {
+                enq_qdepth: r.next() as u32,
+                deq_qdepth: r.next() as u32,
+                deq_timedelta_us: r.next() as u32,
+                enq_timestamp_us: r.next(),
+            };
+            let mut re = Vec::new();
+            if e.egress(pk, qmeta, round as u64 + 3, &mut re).is_some() {
+                transmitted += 1;
+            }
+            q.extend(re);
+        }
+    }
+    if let Some(rx) = rx {
+        let c = p.counter_by_name(rx).unwrap();
+        for (port, &n) in sent_per_port.iter().enumerate().take(8) {
+            assert_eq!(st.counter_read(c, port as u64).unwrap().packets, n, "rx port {port}");
+        }
+    }
+    if let Some(tx) = tx {
+        let c = p.counter_by_name(tx).unwrap();
+        let total: u64 = (0..512).map(|i| st.counter_read(c, i).unwrap().packets).sum();
+        assert_eq!(total, transmitted);
+    }
+}
+
+#[test]
+fn fuzz_cc_switch() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../p4src/build/cc_switch.json");
+    let text = std::fs::read_to_string(path).expect("fixture");
+    for seed in [1u64, 2, 3, 0xdead_beef] {
+        fuzz(Program::from_json(&text).unwrap(), seed, 3000, Some("rx.port_packets"), Some("tx.port_packets"));
+    }
+}
+
+#[test]
+fn fuzz_hand_written_program() {
+    use serde_json::json;
+    let mut b = B::new();
+    b.push("field_lists", json!({"id": 1, "name": "field_list1", "elements": [fld("scalars", "m8")]}));
+    b.push("counter_arrays", json!({"name": "rx", "id": 0, "size": 8, "is_direct": false}));
+    let fwd = b.action("fwd", &[("port", 9)], vec![assign(fld("standard_metadata", "egress_spec"), rd(0))]);
+    let mc = b.action("mc", &[("g", 16)], vec![assign(fld("standard_metadata", "mcast_grp"), rd(0))]);
+    let pushit = b.action(
+        "pushit",
+        &[("n", 8)],
+        vec![prim("push", vec![stack("tags"), rd(0)]), prim("add_header", vec![hdr("tags[0]")]), prim("pop", vec![stack("tags"), hex(1)])],
+    );
+    let clone = b.action("cl", &[], vec![prim("clone_ingress_pkt_to_egress", vec![hex(100), hex(1)])]);
+    let cnt = b.action(
+        "cnt",
+        &[],
+        vec![prim("count", vec![json!({"type": "counter_array", "value": "rx"}), fld("standard_metadata", "ingress_port")])],
+    );
+    b.call(false, "tbl_cnt", cnt, Some("t1"));
+    b.table(false, "t1", &[("exact", "ethernet", "etype")], &[fwd, mc, clone, pushit], (fwd, vec!["0x1"]), false, Some("t2"), 64);
+    b.table(false, "t2", &[("lpm", "ipv4", "dst")], &[fwd, mc, pushit], (fwd, vec!["0x2"]), false, Some("t3"), 64);
+    b.table(
+        false,
+        "t3",
+        &[("ternary", "ipv4", "ttl"), ("range", "tags[0]", "v"), ("exact", "ipv4", "$valid$")],
+        &[fwd, clone],
+        (fwd, vec!["0x3"]),
+        false,
+        None,
+        64,
+    );
+    for seed in [5u64, 6] {
+        fuzz(b.program(), seed, 3000, Some("rx"), None);
+    }
+}
