@@ -1,0 +1,270 @@
+"""Built-in topologies: parameterised generators and the YAML files beside them.
+
+=============  ================================================================
+``dumbbell``   N senders → 1 receiver through one switch; the bottleneck is
+               the switch port towards the receiver (DCTCP Fig. 1/12/16, PCC
+               shallow buffers, lossy, FCT). Roles: ``senders``, ``receiver``.
+``star``       N hosts on one switch, all links alike (TIMELY incast, FCT).
+               Roles: ``receiver`` (h1), ``senders`` (the others).
+``wishbone``   senders on s1, receivers on s2, the flows share the s1–s2
+               bottleneck (PCC convergence). Roles: ``senders``, ``receivers``.
+=============  ================================================================
+
+Each adds a postcard collector host ``mon`` on its own unshaped port
+(``collector=False`` leaves it out), so postcards never share the bottleneck
+with the traffic they report on. Every parameter takes a number in the
+property's unit or a string with a unit ("100Mbps", "250us", "1%").
+``topologies/builtin/<name>.yaml`` is each generator's output at its
+defaults (a test keeps them equal); ``two_hosts.yaml`` is the smallest
+topology (two hosts, one switch, no link properties).
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any, Callable
+
+from .model import Topology, TopologyError
+from .units import (UnitError, format_delay, format_loss, format_rate, parse_delay, parse_loss,
+                    parse_pkts, parse_rate)
+
+__all__ = ["GENERATORS", "BUILTIN_DIR", "dumbbell", "star", "wishbone", "load_topology",
+           "list_builtins"]
+
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "builtin"
+COLLECTOR_IP = "10.0.0.254"
+
+
+def _opt(parse, v):
+    return None if v is None else parse(v)
+
+
+def _per_host(value, n: int, parse, what: str) -> list:
+    """A scalar for every host, or a list of exactly n values."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != n:
+            raise TopologyError([f"{what}: {len(value)} values given for {n} hosts"])
+        return [_opt(parse, v) for v in value]
+    return [_opt(parse, value)] * n
+
+
+def _link(a: str, b: str, rate=None, delay=None, buffer=None, k=None, loss=None) -> dict:
+    d: dict[str, Any] = {"endpoints": [a, b]}
+    if rate is not None:
+        d["rate_bps"] = format_rate(rate)
+    if delay:
+        d["delay_us"] = format_delay(delay)
+    if buffer is not None:
+        d["buffer_pkts"] = buffer
+    if k is not None:
+        d["ecn_k_pkts"] = k
+    if loss:
+        d["loss"] = format_loss(loss)
+    return d
+
+
+def _wrap(fn_name: str, params: dict, build: Callable[[], dict]) -> Topology:
+    try:
+        d = build()
+    except UnitError as e:
+        raise TopologyError([f"{fn_name}: {e}"]) from None
+    d["params"] = {"generator": fn_name, **{k: v for k, v in params.items()}}
+    return Topology.from_dict(d, source=f"builtin:{fn_name}")
+
+
+def _check_n(name: str, n, lo: int, hi: int) -> int:
+    if isinstance(n, bool) or not isinstance(n, int):
+        try:
+            n = int(str(n))
+        except ValueError:
+            raise TopologyError([f"{name}: {n!r} is not a whole number"]) from None
+    if not lo <= n <= hi:
+        raise TopologyError([f"{name}: {n} is outside {lo}..{hi}"])
+    return n
+
+
+def dumbbell(n_senders: int = 2, bottleneck_bps="100Mbps", access_bps="100Mbps",
+             delay_us="125us", access_delay_us=None, buffer_pkts=120, ecn_k_pkts=20,
+             loss=0, access_buffer_pkts=None, collector: bool = True) -> Topology:
+    """N senders (h1..hN) → one receiver (rx) through switch s1.
+
+    The receiver's link is the bottleneck: ``bottleneck_bps``, ``buffer_pkts``,
+    ``ecn_k_pkts`` and ``loss`` apply to s1's port towards rx. ``delay_us`` is
+    the one-way delay of the receiver's link; ``access_delay_us`` (default:
+    the same) that of each sender's link, a scalar or one value per sender
+    (RTT-fairness runs). A sender's RTT is 2 × (its access delay + delay_us);
+    the defaults give the DCTCP seed's 500 µs at 100 Mbps, 120-packet buffer,
+    K = 20.
+    """
+    params = dict(locals())
+    n = _check_n("n_senders", n_senders, 1, 200)
+
+    def build():
+        bw = parse_rate(bottleneck_bps)
+        acc = _opt(parse_rate, access_bps)
+        d = parse_delay(delay_us)
+        acc_d = _per_host(access_delay_us if access_delay_us is not None else d, n, parse_delay,
+                          "access_delay_us")
+        hosts = [{"name": f"h{i}", "ip": f"10.0.0.{i}/24"} for i in range(1, n + 1)]
+        hosts.append({"name": "rx", "ip": "10.0.0.250/24"})
+        links = [_link(f"h{i}", "s1", acc, acc_d[i - 1],
+                       _opt(lambda v: parse_pkts(v, "access_buffer_pkts", 1), access_buffer_pkts))
+                 for i in range(1, n + 1)]
+        links.append(_link("rx", "s1", bw, d, _opt(lambda v: parse_pkts(v, "buffer_pkts", 1), buffer_pkts),
+                           _opt(lambda v: parse_pkts(v, "ecn_k_pkts"), ecn_k_pkts),
+                           parse_loss(loss or 0)))
+        topo = {"name": f"dumbbell-{n}",
+                "description": f"{n} senders -> rx through s1; bottleneck s1 -> rx "
+                               f"{format_rate(bw)}",
+                "hosts": hosts, "switches": [{"name": "s1", "id": 1}], "links": links,
+                "roles": {"senders": [f"h{i}" for i in range(1, n + 1)], "receiver": "rx"}}
+        _add_collector(topo, "s1", collector)
+        return topo
+
+    return _wrap("dumbbell", params, build)
+
+
+def star(n_hosts: int = 11, rate_bps="50Mbps", delay_us="10us", buffer_pkts=None,
+         ecn_k_pkts=None, loss=0, collector: bool = True) -> Topology:
+    """N hosts h1..hN on switch s1, every link alike (TIMELY incast: 11 hosts,
+    50 Mbps, 10 µs). Role ``receiver`` is h1, ``senders`` the rest; the queue
+    properties apply to every switch port (the incast queue is h1's)."""
+    params = dict(locals())
+    n = _check_n("n_hosts", n_hosts, 2, 250)
+
+    def build():
+        r = _opt(parse_rate, rate_bps)
+        d = parse_delay(delay_us)
+        b = _opt(lambda v: parse_pkts(v, "buffer_pkts", 1), buffer_pkts)
+        k = _opt(lambda v: parse_pkts(v, "ecn_k_pkts"), ecn_k_pkts)
+        p = parse_loss(loss or 0)
+        hosts = [{"name": f"h{i}", "ip": f"10.0.0.{i}/24"} for i in range(1, n + 1)]
+        links = [_link(f"h{i}", "s1", r, d, b, k, p) for i in range(1, n + 1)]
+        topo = {"name": f"star-{n}", "description": f"{n} hosts on s1",
+                "hosts": hosts, "switches": [{"name": "s1", "id": 1}], "links": links,
+                "roles": {"receiver": "h1", "senders": [f"h{i}" for i in range(2, n + 1)]}}
+        _add_collector(topo, "s1", collector)
+        return topo
+
+    return _wrap("star", params, build)
+
+
+def wishbone(n_pairs: int = 4, bottleneck_bps="100Mbps", access_bps="1Gbps",
+             bottleneck_delay_us="15ms", access_delay_us=0, buffer_pkts=250, ecn_k_pkts=None,
+             loss=0, collector: bool = True) -> Topology:
+    """Senders h1..hN on s1, receivers r1..rN on s2; flow i goes hi → ri and
+    all share the s1–s2 link (``bottleneck_*``, ``buffer_pkts`` and
+    ``ecn_k_pkts`` on both of its ends). PCC convergence: 4 flows, 100 Mbps,
+    250-packet buffer; RTT = 2 × (2 × access delay + bottleneck delay)."""
+    params = dict(locals())
+    n = _check_n("n_pairs", n_pairs, 1, 99)
+
+    def build():
+        bw = parse_rate(bottleneck_bps)
+        acc = _opt(parse_rate, access_bps)
+        bd = parse_delay(bottleneck_delay_us)
+        ad = parse_delay(access_delay_us or 0)
+        b = _opt(lambda v: parse_pkts(v, "buffer_pkts", 1), buffer_pkts)
+        k = _opt(lambda v: parse_pkts(v, "ecn_k_pkts"), ecn_k_pkts)
+        hosts = [{"name": f"h{i}", "ip": f"10.0.0.{i}/24"} for i in range(1, n + 1)]
+        hosts += [{"name": f"r{i}", "ip": f"10.0.0.{100 + i}/24"} for i in range(1, n + 1)]
+        links = [_link("s1:1", "s2:1", bw, bd, b, k, parse_loss(loss or 0))]
+        links += [_link(f"h{i}", "s1", acc, ad) for i in range(1, n + 1)]
+        links += [_link(f"r{i}", "s2", acc, ad) for i in range(1, n + 1)]
+        topo = {"name": f"wishbone-{n}",
+                "description": f"{n} flows h_i -> r_i sharing s1 -- s2 ({format_rate(bw)})",
+                "hosts": hosts,
+                "switches": [{"name": "s1", "id": 1}, {"name": "s2", "id": 2}],
+                "links": links,
+                "roles": {"senders": [f"h{i}" for i in range(1, n + 1)],
+                          "receivers": [f"r{i}" for i in range(1, n + 1)]}}
+        _add_collector(topo, "s1", collector)
+        return topo
+
+    return _wrap("wishbone", params, build)
+
+
+def _add_collector(topo: dict, switch: str, collector: bool) -> None:
+    if not collector:
+        return
+    topo["hosts"].append({"name": "mon", "ip": f"{COLLECTOR_IP}/24"})
+    topo["links"].append({"endpoints": ["mon", switch]})
+    topo["collector"] = "mon"
+
+
+GENERATORS: dict[str, Callable[..., Topology]] = {
+    "dumbbell": dumbbell,
+    "star": star,
+    "incast": star,
+    "wishbone": wishbone,
+}
+
+
+def list_builtins() -> dict[str, str]:
+    """name → one-line description, generators and YAML files."""
+    out = {}
+    for name, fn in GENERATORS.items():
+        sig = ", ".join(f"{p.name}={p.default!r}" for p in inspect.signature(fn).parameters.values())
+        out[name] = f"generator({sig})"
+    if BUILTIN_DIR.is_dir():
+        for p in sorted(BUILTIN_DIR.glob("*.yaml")):
+            out.setdefault(p.stem, f"file {p}")
+    return out
+
+
+def _coerce(fn: Callable, params: dict) -> dict:
+    """CLI strings → ints/bools/lists where the generator's defaults say so."""
+    sig = inspect.signature(fn).parameters
+    out = {}
+    for k, v in params.items():
+        if k not in sig:
+            import difflib
+            close = difflib.get_close_matches(k, list(sig), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise TopologyError([f"{fn.__name__}: unknown parameter {k!r}{hint}; "
+                                 f"parameters: {', '.join(sig)}"])
+        default = sig[k].default
+        if isinstance(v, str):
+            if isinstance(default, bool):
+                if v.lower() in ("1", "true", "yes", "on"):
+                    v = True
+                elif v.lower() in ("0", "false", "no", "off"):
+                    v = False
+                else:
+                    raise TopologyError([f"{fn.__name__}: {k}={v!r} is not true/false"])
+            elif "," in v:
+                v = [x.strip() for x in v.split(",")]
+            elif isinstance(default, int) and v.isdigit():
+                v = int(v)
+            elif v.lower() == "none":
+                v = None
+        out[k] = v
+    return out
+
+
+def load_topology(src, **params) -> Topology:
+    """A topology from a built-in name (with generator parameters), a YAML
+    path, a mapping, or a Topology (returned as is)."""
+    if isinstance(src, Topology):
+        if params:
+            raise TopologyError(["parameters apply to built-in generators only"])
+        return src
+    if isinstance(src, dict):
+        if params:
+            raise TopologyError(["parameters apply to built-in generators only"])
+        return Topology.from_dict(src)
+    s = str(src)
+    path = Path(s)
+    if s in GENERATORS and not (path.suffix and path.exists()):
+        fn = GENERATORS[s]
+        return fn(**_coerce(fn, params))
+    if not path.exists() and (BUILTIN_DIR / f"{s}.yaml").exists():
+        path = BUILTIN_DIR / f"{s}.yaml"
+    if path.exists():
+        if params:
+            raise TopologyError([f"{s}: parameters apply to built-in generators only "
+                                 f"({', '.join(sorted(set(GENERATORS)))})"])
+        return Topology.load(path)
+    known = ", ".join(sorted(list_builtins()))
+    raise TopologyError([f"{s!r} is neither a file nor a built-in topology (built-ins: {known})"])

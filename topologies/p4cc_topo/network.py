@@ -1,0 +1,542 @@
+"""Realise a topology: namespaces, veth links, addresses, ARP, switches.
+
+    from p4cc_topo import Network, load_topology
+
+    topo = load_topology("dumbbell", n_senders=2)
+    with Network(topo, target="auto", log_dir="results/x/logs") as net:
+        view = net.switch_view()          # → controller: ports, routes, K
+        ...                               # controller pushes pipeline + entries
+        net.apply_queue_config()          # bmv2 queue rate/depth (no-op otherwise)
+        rx = net.popen("rx", ["p4cc-host", "recv"], log="rx.log")
+        net.run("h1", ["ping", "-c", "1", net.ip("rx")])
+
+What each host gets (docs/topologies.md, "Addressing"):
+
+- a namespace ``p4cc-<run>-<host>`` with ``lo`` up and one interface
+  ``eth0`` (its MAC and address from the topology; TSO/GSO/GRO/LRO and tx
+  checksum offload off so the switch sees MTU-sized, checksummed frames);
+- every destination routed through a gateway: ``default via 169.254.0.1``,
+  with a *permanent* ARP entry mapping 169.254.0.1 to the MAC of the switch
+  port the host is cabled to (the P4 program rewrites the MACs per hop);
+  hosts never ARP for each other and the switch never sees ARP;
+- ``net.ipv4.tcp_ecn=1``, ``net.ipv4.tcp_no_metrics_save=1``, IPv6 off (no
+  router/neighbour solicitations reach the switch).
+
+The switch ends of the links stay in the root namespace, named
+``p4cc<run>s<switch index>e<port>``, IPv6 off, offloads off; their own MAC
+differs from the port MAC the hosts address, so the root namespace's kernel
+ignores the frames the switch forwards.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+from . import cleanup as _cleanup
+from .model import GATEWAY_IP, Topology
+from .naming import ENV_RUN_ID, check_run_id, netns_name
+from .state import RunState
+from .targets import (PortPlan, SwitchProcess, SwitchStartError, check_capabilities, log_tail,
+                      make_switch, netem_available, plan_ports, resolve_target, spawn,
+                      terminate)
+
+__all__ = ["Network", "NetworkError", "HOST_IFACE", "OFFLOADS_OFF"]
+
+HOST_IFACE = "eth0"
+#: ethtool -K features turned off on both ends of every link.
+OFFLOADS_OFF = ("tso", "gso", "gro", "lro", "tx")
+LOG_ROOT = Path("/tmp/p4cc/runs")
+#: A new run removes what dead runs left once their state is this old.
+STALE_AFTER_S = 60.0
+
+
+class NetworkError(RuntimeError):
+    """A step of building the network failed (the message names the command)."""
+
+
+def _run(cmd, input: str | None = None, what: str = "") -> str:
+    r = subprocess.run(cmd, input=input, capture_output=True, text=True)
+    if r.returncode != 0:
+        detail = (r.stderr or r.stdout).strip()
+        raise NetworkError(f"{what or 'command'} failed: {' '.join(map(str, cmd))}: {detail}")
+    return r.stdout
+
+
+class Network:
+    """A running topology. Use as a context manager (or start()/stop()).
+
+    Parameters
+    ----------
+    topo : Topology
+    target : "auto" | "embedded" | "bmv2" | "pyfwd"
+    run_id : 4 chars (digit + 3 hex); random when None
+    log_dir : where switch and host logs go (default /tmp/p4cc/runs/<run>/)
+    p4_json, p4info : start the switches with this program loaded (bmv2
+        JSON; the embedded target also takes the binary P4Info) instead of
+        waiting for the controller's SetForwardingPipelineConfig
+    cpu_port : the switches' CPU port (packet-in/out), if any
+    seed : embedded only: the switch's random seed (loss draws)
+    loss_mode : "link" (the target/netem applies link loss) or "p4" (the
+        switch view lists loss per port for the controller's port_loss table)
+    watchdog : start a watchdog process that cleans up if this process is
+        killed (SIGKILL) before it can
+    clean_stale : first remove what dead runs left behind
+    start_switches : False builds only namespaces and links (tests, or a
+        switch started by hand)
+    keep_logs : logs in the default location (/tmp/p4cc/runs/<run>) are
+        removed after a clean exit and kept after an error (None); True keeps
+        them, False removes them. A ``log_dir`` you give is never removed.
+    """
+
+    def __init__(self, topo: Topology, target: str = "auto", run_id: str | None = None,
+                 log_dir: str | Path | None = None, p4_json: str | None = None,
+                 p4info: str | None = None, cpu_port: int | None = None,
+                 seed: int | None = None, loss_mode: str = "link", watchdog: bool = True,
+                 clean_stale: bool = True, start_switches: bool = True,
+                 ready_timeout: float = 20.0, handle_signals: bool = True,
+                 keep_logs: bool | None = None):
+        if loss_mode not in ("link", "p4"):
+            raise ValueError("loss_mode must be 'link' or 'p4'")
+        self.topo = topo
+        self.requested_target = target
+        self.target: str | None = None
+        self.run_id = check_run_id(run_id) if run_id else None
+        self._log_dir_arg = Path(log_dir) if log_dir else None
+        self.log_dir: Path | None = None
+        self.p4_json = p4_json
+        self.p4info = p4info
+        self.cpu_port = cpu_port
+        self.seed = seed
+        self.loss_mode = loss_mode
+        self.watchdog = watchdog
+        self.clean_stale = clean_stale
+        self.start_switches = start_switches
+        self.ready_timeout = ready_timeout
+        self.handle_signals = handle_signals
+        self.keep_logs = keep_logs
+        self.state: RunState | None = None
+        self.ports: dict[str, dict[int, PortPlan]] = {}
+        self.switches: dict[str, SwitchProcess] = {}
+        self.procs: list[tuple[str, subprocess.Popen]] = []
+        self._watchdog: subprocess.Popen | None = None
+        self._old_handlers: dict = {}
+        self._started = False
+        self._stopping = False
+        self._netem = False
+        self._lock = threading.Lock()
+        self._nlog = 0
+
+    # ------------------------------------------------------------ lifecycle
+    def __enter__(self) -> "Network":
+        self._install_signal_handlers()
+        try:
+            self.start()
+        except BaseException:
+            self.stop(failed=True)
+            self._restore_signal_handlers()
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            self.stop(failed=exc_type is not None)
+        finally:
+            self._restore_signal_handlers()
+
+    def _install_signal_handlers(self) -> None:
+        if not self.handle_signals or threading.current_thread() is not threading.main_thread():
+            return
+
+        def on_signal(signum, frame):
+            # unwind through __exit__ (teardown), then exit like the signal would
+            raise SystemExit(128 + signum)
+
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            try:
+                self._old_handlers[sig] = signal.signal(sig, on_signal)
+            except (ValueError, OSError):
+                pass
+
+    def _restore_signal_handlers(self) -> None:
+        for sig, h in self._old_handlers.items():
+            try:
+                signal.signal(sig, h)
+            except (ValueError, OSError, TypeError):
+                pass
+        self._old_handlers.clear()
+
+    def start(self) -> "Network":
+        if self._started:
+            return self
+        topo = self.topo
+        self.target = resolve_target(self.requested_target)
+        if self.target != "bmv2":
+            check_capabilities(topo, self.target, loss_mode=self.loss_mode)
+        if self.clean_stale:
+            _cleanup.cleanup_all(min_age=STALE_AFTER_S)
+
+        # reserve the run id and write down everything we are about to create
+        probe_ns = None
+        plan_netns = []
+        plan_links = []
+        tmp_rid = self.run_id
+        self.state = RunState.create(tmp_rid, topology=topo.name, target=self.target)
+        self.run_id = self.state.run_id
+        self._started = True
+        atexit.register(self.stop)   # a start() without `with`: still torn down at exit
+        rid = self.run_id
+        self.log_dir = self._log_dir_arg or (LOG_ROOT / rid)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.ports = plan_ports(topo, rid)
+        plan_netns = [netns_name(rid, h) for h in topo.hosts]
+        for sw in self.ports.values():
+            plan_links += [p.iface for p in sw.values()]
+        if self.target == "bmv2":
+            probe_ns = netns_name(rid, "netemprobe")
+            plan_netns.append(probe_ns)
+        self.state.set(netns=plan_netns, links=plan_links, log_dir=str(self.log_dir),
+                       hosts=sorted(topo.hosts))
+        if self.watchdog:
+            self._watchdog = _cleanup.start_watchdog(rid, self.state.path,
+                                                     self.log_dir / "watchdog.log")
+            self.state.add_pid(self._watchdog.pid, "watchdog")
+
+        if self.target == "bmv2":
+            self._netem = netem_available(probe_ns)
+            check_capabilities(topo, "bmv2", netem=self._netem, loss_mode=self.loss_mode)
+
+        self._create_netns()
+        self._create_links()
+        self._configure_switch_ends()
+        self._configure_hosts()
+        if self.start_switches:
+            self._start_switches()
+        self.state.set(status="up", switches={n: s.describe() for n, s in self.switches.items()})
+        return self
+
+    def stop(self, failed: bool = False) -> None:
+        """Tear everything down; safe to call twice, from finally, after errors."""
+        if not self._started or self._stopping:
+            return
+        self._stopping = True
+        # no interruption half-way through teardown
+        saved = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                try:
+                    saved[sig] = signal.signal(sig, signal.SIG_IGN)
+                except (ValueError, OSError):
+                    pass
+        try:
+            if self.state is not None:
+                try:
+                    self.state.set(status="stopping")
+                except OSError:
+                    pass
+            terminate([p for _, p in self.procs])
+            terminate([s.proc for s in self.switches.values() if s.proc is not None])
+            if self.run_id:
+                res = _cleanup.cleanup_run(self.run_id)
+                left = res.get("left", {})
+                if left.get("links") or left.get("netns"):
+                    raise NetworkError(f"run {self.run_id}: could not remove {left}")
+            if self.state is not None:
+                self.state.remove()
+            if self._watchdog is not None:
+                try:
+                    self._watchdog.wait(2)
+                except subprocess.TimeoutExpired:
+                    self._watchdog.kill()
+                    self._watchdog.wait()
+            keep = self.keep_logs if self.keep_logs is not None else failed
+            if (not keep and self._log_dir_arg is None and self.log_dir is not None
+                    and self.log_dir.parent == LOG_ROOT):
+                shutil.rmtree(self.log_dir, ignore_errors=True)
+        finally:
+            atexit.unregister(self.stop)
+            for sig, h in saved.items():
+                try:
+                    signal.signal(sig, h)
+                except (ValueError, OSError, TypeError):
+                    pass
+            self._started = False
+            self._stopping = False
+
+    # --------------------------------------------------------------- build
+    def _create_netns(self) -> None:
+        names = [netns_name(self.run_id, h) for h in self.topo.hosts]
+        _run(["ip", "-batch", "-"], input="\n".join(f"netns add {n}" for n in names) + "\n",
+             what="creating host namespaces")
+
+    def _create_links(self) -> None:
+        lines = []
+        rid = self.run_id
+        for l in self.topo.links:
+            ends = [e for e in l.ends]
+            sw_ends = [e for e in ends if e.node in self.topo.switches]
+            host_ends = [e for e in ends if e.node in self.topo.hosts]
+            if host_ends:
+                h, s = host_ends[0], sw_ends[0]
+                iface = self.ports[s.node][s.port].iface
+                lines.append(f"link add {iface} type veth peer name {HOST_IFACE} "
+                             f"netns {netns_name(rid, h.node)}")
+            else:
+                a, b = sw_ends
+                lines.append(f"link add {self.ports[a.node][a.port].iface} type veth "
+                             f"peer name {self.ports[b.node][b.port].iface}")
+        _run(["ip", "-batch", "-"], input="\n".join(lines) + "\n", what="creating veth links")
+
+    def _all_port_ifaces(self) -> list[PortPlan]:
+        return [p for sw in self.ports.values() for p in sw.values()]
+
+    def _configure_switch_ends(self) -> None:
+        plans = self._all_port_ifaces()
+        for p in plans:
+            for key in ("disable_ipv6",):
+                path = Path(f"/proc/sys/net/ipv6/conf/{p.iface}/{key}")
+                if path.exists():
+                    path.write_text("1\n")
+        ups = []
+        for p in plans:
+            _ethtool_off(p.iface)
+            ups.append(f"link set dev {p.iface} up")
+        _run(["ip", "-batch", "-"], input="\n".join(ups) + "\n", what="bringing switch ports up")
+        if self.target == "bmv2" and self._netem:
+            for p in plans:
+                args = []
+                if p.egress_delay_us:
+                    args += ["delay", f"{p.egress_delay_us}us"]
+                if p.loss and self.loss_mode == "link":
+                    args += ["loss", f"{p.loss * 100:.6g}%"]
+                if args:
+                    _run(["tc", "qdisc", "replace", "dev", p.iface, "root", "netem"] + args,
+                         what=f"netem on {p.iface}")
+
+    def host_script(self, host: str) -> str:
+        """The shell script that configures a host's namespace."""
+        h = self.topo.hosts[host]
+        att = self.topo.attachment(host)
+        gw_mac = self.ports[att.node][att.port].mac
+        dev = HOST_IFACE
+        lines = [
+            "set -e",
+            "for f in all default " + dev + "; do",
+            "  p=/proc/sys/net/ipv6/conf/$f/disable_ipv6; [ -e $p ] && echo 1 > $p",
+            "done",
+            "echo 1 > /proc/sys/net/ipv4/tcp_ecn",
+            "echo 1 > /proc/sys/net/ipv4/tcp_no_metrics_save",
+            "ip link set dev lo up",
+            f"ip link set dev {dev} address {h.mac}",
+            f"ethtool -K {dev} {' '.join(f'{o} off' for o in OFFLOADS_OFF)} >/dev/null 2>&1 || "
+            f"ethtool -K {dev} tso off gso off gro off tx off >/dev/null",
+            f"ip addr add {h.cidr} dev {dev} noprefixroute",
+            f"ip link set dev {dev} up",
+            f"ip neigh replace {GATEWAY_IP} lladdr {gw_mac} dev {dev} nud permanent",
+            f"ip route add {GATEWAY_IP}/32 dev {dev} scope link",
+            f"ip route add default via {GATEWAY_IP} dev {dev}",
+        ]
+        return "\n".join(lines) + "\n"
+
+    def _configure_hosts(self) -> None:
+        for host in self.topo.hosts:
+            ns = self.netns(host)
+            _run(["ip", "netns", "exec", ns, "sh", "-c", self.host_script(host)],
+                 what=f"configuring host {host} (namespace {ns})")
+
+    def _start_switches(self) -> None:
+        routes = self.routes()
+        for name, sw in self.topo.switches.items():
+            s = make_switch(self.target, name, sw.id, self.ports[name], self.run_id, self.log_dir,
+                            routes[name], seed=self.seed, p4_json=self.p4_json,
+                            p4info=self.p4info, cpu_port=self.cpu_port)
+            self.switches[name] = s
+            s.start()
+            self.state.add_pid(s.proc.pid, f"switch {name} ({self.target})")
+        for s in self.switches.values():
+            s.wait_ready(self.ready_timeout)
+
+    # ------------------------------------------------------------ queries
+    def netns(self, host: str) -> str:
+        if host not in self.topo.hosts:
+            raise KeyError(f"no host {host!r} in topology {self.topo.name}")
+        return netns_name(self.run_id, host)
+
+    def ip(self, host: str) -> str:
+        return self.topo.hosts[host].ip
+
+    def mac(self, host: str) -> str:
+        return self.topo.hosts[host].mac
+
+    def routes(self) -> dict[str, list[dict]]:
+        """Per switch: ``[{"prefix": "10.0.0.2/32", "port": 2, "dst_mac": ...}]``."""
+        out = {}
+        for s in self.topo.switches:
+            hops = self.topo.next_hops(s)
+            out[s] = [{"prefix": f"{self.topo.hosts[h].ip}/32", "port": port, "dst_mac": mac}
+                      for h, (port, mac) in hops.items()]
+        return out
+
+    def switch_view(self) -> dict:
+        """What the controller needs: per switch its address, ports (number →
+        interface and settings), routes, ECN thresholds and collector port.
+        Schema in docs/topologies.md ("Switch view")."""
+        return switch_view(self.topo, self.run_id, self.target, self.ports, self.routes(),
+                           self.switches, self.loss_mode)
+
+    def write_switch_view(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.write_text(json.dumps(self.switch_view(), indent=1, default=str) + "\n")
+        return path
+
+    def dead_switches(self) -> list[str]:
+        """Names of switches whose process has exited."""
+        return [n for n, s in self.switches.items() if s.proc is not None and s.proc.poll() is not None]
+
+    def check_alive(self) -> None:
+        """Raise :class:`SwitchStartError` (with the log tail) if a switch died."""
+        for name, s in self.switches.items():
+            if s.proc is not None and s.proc.poll() is not None:
+                raise SwitchStartError(f"{s.target} switch {name} exited with status "
+                                       f"{s.proc.returncode}; last lines of {s.log_path}:\n"
+                                       f"{log_tail(s.log_path)}")
+
+    def apply_queue_config(self) -> None:
+        """Queue settings that need the pipeline loaded (bmv2's queue rate and
+        depth): call after the controller pushed the pipeline. No-op on the
+        other targets (they got everything at start)."""
+        for s in self.switches.values():
+            s.apply_queue_config()
+
+    # ------------------------------------------------------------- hosts
+    def host_command(self, host: str, cmd) -> list[str]:
+        if isinstance(cmd, str):
+            cmd = ["sh", "-c", cmd]
+        return ["ip", "netns", "exec", self.netns(host)] + [str(c) for c in cmd]
+
+    def popen(self, host: str, cmd, log: str | Path | None = None, env: dict | None = None,
+              cwd: str | None = None, **popen_kw) -> subprocess.Popen:
+        """Start ``cmd`` (list, or a string for ``sh -c``) in ``host``'s namespace.
+
+        stdout+stderr go to ``log`` (relative paths are under the run's log
+        dir; default ``<host>.<n>.log``) unless ``stdout=`` is given. The
+        process gets ``P4CC_RUN_ID`` (found and killed by cleanup if anything
+        goes wrong), its own process group, and is stopped (SIGTERM, then
+        SIGKILL) when the network stops.
+        """
+        if not self._started:
+            raise NetworkError("the network is not started")
+        with self._lock:
+            self._nlog += 1
+            n = self._nlog
+        if log is None:
+            log = f"{host}.{n}.log"
+        log = Path(log)
+        if not log.is_absolute():
+            log = self.log_dir / log
+        p = spawn(self.host_command(host, cmd), log, self.run_id, env=env, cwd=cwd, **popen_kw)
+        with self._lock:
+            self.procs.append((host, p))
+        try:
+            self.state.add_pid(p.pid, f"host {host}: {cmd if isinstance(cmd, str) else ' '.join(map(str, cmd))}"[:200])
+        except OSError:
+            pass
+        return p
+
+    def run(self, host: str, cmd, timeout: float | None = 60, check: bool = False,
+            env: dict | None = None, **kw) -> subprocess.CompletedProcess:
+        """Run ``cmd`` in ``host``'s namespace to completion, output captured."""
+        full_env = dict(os.environ)
+        if env:
+            full_env.update({k: str(v) for k, v in env.items()})
+        full_env[ENV_RUN_ID] = self.run_id
+        kw.setdefault("capture_output", True)
+        kw.setdefault("text", True)
+        return subprocess.run(self.host_command(host, cmd), timeout=timeout, check=check,
+                              env=full_env, **kw)
+
+    def ping(self, src: str, dst: str, count: int = 1, timeout_s: int = 2) -> bool:
+        r = self.run(src, ["ping", "-n", "-q", "-c", str(count), "-W", str(timeout_s),
+                           self.ip(dst)], timeout=count * timeout_s + 5)
+        return r.returncode == 0
+
+    def stop_process(self, p: subprocess.Popen, timeout: float = 3.0) -> int | None:
+        """SIGTERM (then SIGKILL) a process started with :meth:`popen`."""
+        terminate([p], timeout)
+        return p.returncode
+
+
+def _ethtool_off(iface: str, netns: str | None = None) -> None:
+    pre = ["ip", "netns", "exec", netns] if netns else []
+    args = []
+    for o in OFFLOADS_OFF:
+        args += [o, "off"]
+    r = subprocess.run(pre + ["ethtool", "-K", iface] + args, capture_output=True, text=True)
+    if r.returncode != 0:
+        # some drivers refuse one feature (lro fixed): set the rest one by one
+        for o in OFFLOADS_OFF:
+            subprocess.run(pre + ["ethtool", "-K", iface, o, "off"], capture_output=True)
+
+
+def switch_ip(switch_id: int) -> str:
+    """The source address of a switch's own packets (postcards):
+    169.254.128.0 + id, outside every host's address and the gateway's."""
+    return str(ipaddress.IPv4Address("169.254.128.0") + switch_id)
+
+
+def switch_view(topo: Topology, run_id: str, target: str, ports: dict, routes: dict,
+                switches: dict, loss_mode: str = "link") -> dict:
+    view: dict = {
+        "run_id": run_id,
+        "target": target,
+        "topology": topo.name,
+        "gateway_ip": GATEWAY_IP,
+        "collector": None,
+        "hosts": {},
+        "switches": {},
+    }
+    if topo.collector:
+        c = topo.hosts[topo.collector]
+        view["collector"] = {"host": c.name, "ip": c.ip, "mac": c.mac}
+    for h in topo.hosts.values():
+        att = topo.attachment(h.name)
+        view["hosts"][h.name] = {
+            "ip": h.ip, "prefix_len": h.prefix_len, "mac": h.mac,
+            "netns": netns_name(run_id, h.name), "iface": HOST_IFACE,
+            "switch": att.node, "port": att.port, "gateway_mac": ports[att.node][att.port].mac,
+        }
+    for name, sw in topo.switches.items():
+        proc = switches.get(name)
+        sv: dict = {
+            "device_id": sw.id,
+            "switch_id": sw.id,
+            "grpc_addr": proc.grpc_addr if proc else None,
+            "ports": {n: p.as_dict() for n, p in ports[name].items()},
+            "routes": routes[name],
+            "ecn_k_pkts": {n: p.ecn_k_pkts for n, p in ports[name].items()
+                           if p.ecn_k_pkts is not None},
+            "p4_loss": ({n: p.loss for n, p in ports[name].items() if p.loss}
+                        if loss_mode == "p4" else {}),
+            "collector_port": None,
+            "switch_ip": switch_ip(sw.id),
+        }
+        if proc is not None:
+            for k in ("admin_addr", "thrift_port"):
+                if hasattr(proc, k):
+                    sv[k] = getattr(proc, k)
+            sv["pid"] = proc.proc.pid if proc.proc else None
+            sv["log"] = str(proc.log_path)
+        if topo.collector:
+            port, mac = topo.next_hops(name)[topo.collector]
+            sv["collector_port"] = port
+            sv["collector_mac"] = mac      # next hop towards the collector
+            sv["collector_ip"] = topo.hosts[topo.collector].ip
+        view["switches"][name] = sv
+    return view

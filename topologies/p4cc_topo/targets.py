@@ -1,0 +1,631 @@
+"""Switch targets: which one to run, what each can apply, and launching it.
+
+Targets
+-------
+``embedded``  p4cc's own software switch (``switch/`` → ``p4cc-switch``):
+              per-port line rate (bits/s), propagation delay, loss and queue
+              depth applied by the switch itself, from a port file.
+``bmv2``      ``simple_switch_grpc``: queue depth (packets) and queue rate
+              (packets/s) through ``simple_switch_CLI`` after the pipeline is
+              pushed; delay and loss need netem on the links (absent here).
+``pyfwd``     a tiny Python forwarder for tests and debugging (no P4: it
+              forwards by the same routes the controller would load); it can
+              apply no link property at all.
+``auto``      bmv2 when asked for through ``P4CC_TARGET=bmv2`` and installed,
+              else embedded.
+
+Every property a topology sets that the chosen target cannot apply is an
+error naming the link and the property, before anything is created: p4cc
+never silently drops a delay or a loss rate (Mininet's TCLink does, where
+netem is missing).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .model import Link, Topology, port_mac
+from .naming import ENV_RUN_ID, port_ifname
+
+__all__ = [
+    "TARGETS",
+    "TargetUnavailable",
+    "TargetCapabilityError",
+    "SwitchStartError",
+    "PortPlan",
+    "resolve_target",
+    "find_embedded",
+    "find_bmv2",
+    "netem_available",
+    "plan_ports",
+    "check_capabilities",
+    "SwitchProcess",
+    "EmbeddedSwitch",
+    "Bmv2Switch",
+    "PyFwdSwitch",
+    "BMV2_PKT_BYTES",
+]
+
+TARGETS = ("embedded", "bmv2", "pyfwd")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+#: bmv2's queue rate is in packets/s; p4cc converts a rate in bits/s at this
+#: packet size (the MTU, the same convention as p4cc_control's Bmv2Target).
+BMV2_PKT_BYTES = 1500
+
+
+class TargetUnavailable(RuntimeError):
+    """The switch binary for a target is not installed/built."""
+
+
+class TargetCapabilityError(ValueError):
+    """A topology asks for a link property the target cannot apply here."""
+
+    def __init__(self, target: str, problems: list[str]):
+        self.target = target
+        self.problems = problems
+        head = f"target {target} cannot apply {len(problems)} link propert{'y' if len(problems) == 1 else 'ies'}"
+        super().__init__(head + ":\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+class SwitchStartError(RuntimeError):
+    """A switch process died or never served its port; carries its log tail."""
+
+
+# ----------------------------------------------------------------- discovery
+
+def find_embedded() -> Path:
+    """The p4cc-switch binary: $P4CC_SWITCH_BIN, the repo's release build,
+    or p4cc-switch on PATH."""
+    cands = []
+    env = os.environ.get("P4CC_SWITCH_BIN")
+    if env:
+        cands.append(Path(env))
+    cands.append(REPO_ROOT / "switch" / "target" / "release" / "p4cc-switch")
+    w = shutil.which("p4cc-switch")
+    if w:
+        cands.append(Path(w))
+    for c in cands:
+        if c.is_file() and os.access(c, os.X_OK):
+            return c
+    raise TargetUnavailable(
+        "the embedded target p4cc-switch is not built: run `make build` in the repository "
+        f"(or `cargo build --release --manifest-path {REPO_ROOT / 'switch' / 'Cargo.toml'}`), "
+        "or point P4CC_SWITCH_BIN at the binary")
+
+
+def find_bmv2() -> Path:
+    """simple_switch_grpc: $P4CC_BMV2_BIN or PATH."""
+    env = os.environ.get("P4CC_BMV2_BIN")
+    if env and os.access(env, os.X_OK):
+        return Path(env)
+    w = shutil.which("simple_switch_grpc")
+    if w:
+        return Path(w)
+    raise TargetUnavailable(
+        "bmv2 (simple_switch_grpc) is not installed: it is in no package registry; build "
+        "p4lang/behavioral-model with PI/gRPC from source and put it on PATH "
+        "(see docs/building-p4c.md), or use --target embedded")
+
+
+def find_bmv2_cli() -> Path | None:
+    env = os.environ.get("P4CC_SIMPLE_SWITCH_CLI")
+    if env and os.path.exists(env):
+        return Path(env)
+    w = shutil.which("simple_switch_CLI")
+    return Path(w) if w else None
+
+
+def resolve_target(target: str | None = "auto") -> str:
+    """``auto`` → bmv2 if ``P4CC_TARGET=bmv2`` and bmv2 is installed, else
+    embedded. An explicit target is checked to be installed."""
+    target = target or "auto"
+    if target == "auto":
+        want = os.environ.get("P4CC_TARGET", "")
+        if want == "bmv2":
+            try:
+                find_bmv2()
+                return "bmv2"
+            except TargetUnavailable:
+                pass
+        elif want and want != "auto":
+            return resolve_target(want)
+        find_embedded()
+        return "embedded"
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r} (known: auto, {', '.join(TARGETS)})")
+    if target == "embedded":
+        find_embedded()
+    elif target == "bmv2":
+        find_bmv2()
+    return target
+
+
+_netem_cache: bool | None = None
+
+
+def netem_available(probe_netns: str | None = None) -> bool:
+    """Whether ``tc qdisc add ... netem`` works, tried in a throwaway netns
+    (``probe_netns`` must be a name the caller will clean up)."""
+    global _netem_cache
+    if _netem_cache is not None:
+        return _netem_cache
+    if probe_netns is None:
+        # Without a namespace we can only look for the module.
+        rel = os.uname().release
+        found = any(Path(p).exists() for p in (
+            f"/lib/modules/{rel}/kernel/net/sched/sch_netem.ko",
+            f"/lib/modules/{rel}/kernel/net/sched/sch_netem.ko.xz",
+            f"/lib/modules/{rel}/kernel/net/sched/sch_netem.ko.zst"))
+        return found
+    try:
+        subprocess.run(["ip", "netns", "add", probe_netns], check=True, capture_output=True)
+        r = subprocess.run(["ip", "netns", "exec", probe_netns, "tc", "qdisc", "add", "dev", "lo",
+                            "root", "netem", "delay", "1ms"], capture_output=True)
+        _netem_cache = r.returncode == 0
+    except (OSError, subprocess.CalledProcessError):
+        _netem_cache = False
+    finally:
+        subprocess.run(["ip", "netns", "del", probe_netns], capture_output=True)
+    return _netem_cache
+
+
+# ------------------------------------------------------------------ port plan
+
+@dataclass
+class PortPlan:
+    """One switch port: where it is, what is behind it, what to apply."""
+    switch: str
+    port: int
+    iface: str              #: veth end in the root namespace
+    mac: str                #: the port's fixed MAC (host gateway / next hop)
+    peer: str               #: host or switch on the other end
+    peer_port: int | None   #: the other switch's port (switch-switch links)
+    link: int               #: index of the link in the topology
+    rate_bps: int | None    #: line rate, both directions of the link
+    delay_us: int           #: the link's one-way propagation delay
+    egress_delay_us: int    #: delay the switch adds when sending on this port
+    loss: float             #: loss of frames the switch sends on this port
+    buffer_pkts: int | None
+    ecn_k_pkts: int | None
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def plan_ports(topo: Topology, run_id: str) -> dict[str, dict[int, PortPlan]]:
+    """Every switch port with its interface name and egress settings.
+
+    Delay: a switch can only delay what it sends. A switch-switch link gets
+    its one-way delay on both ends' egress; a host link is folded onto the
+    switch's egress towards the host as *twice* the one-way delay, so every
+    round trip crosses exactly the sum of its links' delays both ways (the
+    RTT is exact; one direction carries the whole host-link delay).
+    """
+    out: dict[str, dict[int, PortPlan]] = {s: {} for s in topo.switches}
+    for l in topo.links:
+        for end in l.ends:
+            if end.node not in topo.switches:
+                continue
+            sw = topo.switches[end.node]
+            other = l.other(end.node)
+            host_link = other.node in topo.hosts
+            out[sw.name][end.port] = PortPlan(
+                switch=sw.name, port=end.port,
+                iface=port_ifname(run_id, sw.index, end.port),
+                mac=port_mac(sw.id, end.port),
+                peer=other.node, peer_port=other.port, link=l.index,
+                rate_bps=l.rate_bps, delay_us=l.delay_us,
+                egress_delay_us=2 * l.delay_us if host_link else l.delay_us,
+                loss=l.loss.get(sw.name, 0.0),
+                buffer_pkts=l.buffer_pkts.get(sw.name),
+                ecn_k_pkts=l.ecn_k_pkts.get(sw.name),
+            )
+    for s in out:
+        out[s] = dict(sorted(out[s].items()))
+    return out
+
+
+def _link_label(topo: Topology, l: Link) -> str:
+    return f"links[{l.index}] ({l.label()})"
+
+
+def check_capabilities(topo: Topology, target: str, netem: bool | None = None,
+                       loss_mode: str = "link") -> None:
+    """Raise :class:`TargetCapabilityError` naming every link property that
+    ``target`` cannot apply (``netem``: whether netem works here, needed by
+    bmv2 for delay and loss). ``loss_mode="p4"`` moves loss to the P4
+    program's port_loss table (the controller loads it; any P4 target)."""
+    problems = []
+    for l in topo.links:
+        where = _link_label(topo, l)
+        loss_vals = {k: v for k, v in l.loss.items() if v > 0}
+        if target == "embedded":
+            continue  # rate, delay, loss, depth native; K through the controller
+        if target == "bmv2":
+            if l.delay_us and not netem:
+                problems.append(f"{where}: delay_us={l.delay_us} needs netem (sch_netem), which this "
+                                "kernel lacks; use --target embedded")
+            if loss_vals and loss_mode == "link" and not netem:
+                problems.append(f"{where}: loss={loss_vals} needs netem (sch_netem), which this kernel "
+                                "lacks; use --target embedded, or loss_mode='p4' (the P4 port_loss table)")
+            continue
+        if target == "pyfwd":
+            for key in ("rate_bps", "delay_us"):
+                if getattr(l, key):
+                    problems.append(f"{where}: {key}={getattr(l, key)} (pyfwd applies no link property)")
+            for key in ("buffer_pkts", "ecn_k_pkts"):
+                if getattr(l, key):
+                    problems.append(f"{where}: {key}={getattr(l, key)} (pyfwd applies no link property)")
+            if loss_vals:
+                problems.append(f"{where}: loss={loss_vals} (pyfwd applies no link property)")
+    if problems:
+        raise TargetCapabilityError(target, problems)
+
+
+# ----------------------------------------------------------------- processes
+
+_given_ports: set[int] = set()
+
+
+def free_tcp_port() -> int:
+    """A free TCP port on 127.0.0.1, never one this process handed out before
+    (the kernel may offer a just-closed port again)."""
+    for _ in range(100):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _given_ports:
+            _given_ports.add(port)
+            return port
+    raise RuntimeError("no free TCP port on 127.0.0.1")
+
+
+def _listening_inodes(port: int) -> set[int]:
+    inodes = set()
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(path) as f:
+                next(f)
+                for line in f:
+                    parts = line.split()
+                    local, st, inode = parts[1], parts[3], parts[9]
+                    if st == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                        inodes.add(int(inode))
+        except OSError:
+            pass
+    return inodes
+
+
+def pid_listens_on(pid: int, port: int) -> bool:
+    """Whether process ``pid`` (or a thread of it) holds a LISTEN socket on ``port``."""
+    inodes = _listening_inodes(port)
+    if not inodes:
+        return False
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:[") and int(target[8:-1]) in inodes:
+            return True
+    return False
+
+
+def log_tail(path: Path, lines: int = 30) -> str:
+    try:
+        data = Path(path).read_bytes()[-16384:].decode(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(data.splitlines()[-lines:]) or "(empty log)"
+
+
+_SETPRIV = shutil.which("setpriv")
+
+
+def pdeathsig_prefix(enabled: bool) -> list[str]:
+    """``setpriv --pdeathsig KILL --`` (util-linux): the command is SIGKILLed
+    when the thread that started it dies. Used instead of a preexec_fn, which
+    can deadlock in a process with threads (the controller has some)."""
+    return [_SETPRIV, "--pdeathsig", "KILL", "--"] if enabled and _SETPRIV else []
+
+
+def spawn(cmd: list[str], log_path: Path, run_id: str, env: dict | None = None,
+          cwd: str | None = None, pdeathsig: bool | None = None, stdin=subprocess.DEVNULL,
+          **popen_kw) -> subprocess.Popen:
+    """Start ``cmd`` with the run marker in its environment, stdout+stderr
+    appended to ``log_path``, in its own process group, killed with SIGKILL if
+    the starting thread dies (PR_SET_PDEATHSIG through setpriv; only from the
+    main thread, where "thread dies" means "process dies")."""
+    import threading
+    full_env = dict(os.environ)
+    if env:
+        full_env.update({k: str(v) for k, v in env.items()})
+    full_env[ENV_RUN_ID] = run_id
+    if pdeathsig is None:
+        pdeathsig = threading.current_thread() is threading.main_thread()
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    logf = open(log_path, "ab", buffering=0)
+    try:
+        logf.write(f"# p4cc run {run_id}: {' '.join(cmd)}\n".encode())
+        kw = dict(stdout=logf, stderr=subprocess.STDOUT, process_group=0)
+        kw.update(popen_kw)
+        return subprocess.Popen(pdeathsig_prefix(pdeathsig) + list(cmd), env=full_env, cwd=cwd,
+                                stdin=stdin, **kw)
+    finally:
+        logf.close()
+
+
+def terminate(procs: list[subprocess.Popen], timeout: float = 3.0) -> None:
+    """SIGTERM each process group, wait, then SIGKILL what is left."""
+    import signal
+    for p in procs:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + timeout
+    for p in procs:
+        try:
+            p.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+    for p in procs:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)  # stragglers in the group too
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            p.wait(2)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+@dataclass
+class SwitchProcess:
+    """A running switch of one topology switch."""
+    name: str
+    device_id: int
+    ports: dict                      # port -> PortPlan
+    run_id: str
+    log_dir: Path
+    grpc_port: int = 0
+    proc: subprocess.Popen | None = None
+    target: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def grpc_addr(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.log_dir / f"switch-{self.name}.log"
+
+    def command(self) -> list[str]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def prepare(self) -> None:
+        """Write any files the command needs (called before :meth:`start`)."""
+
+    def start(self) -> subprocess.Popen:
+        if not self.grpc_port:
+            self.grpc_port = free_tcp_port()
+        self.prepare()
+        self.proc = spawn(self.command(), self.log_path, self.run_id)
+        return self.proc
+
+    def wait_ready(self, timeout: float = 20.0) -> None:
+        """Until the process listens on its gRPC port; a death or the deadline
+        raises :class:`SwitchStartError` with the log tail."""
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            rc = self.proc.poll()
+            if rc is not None:
+                raise SwitchStartError(
+                    f"{self.target} switch {self.name} exited with status {rc} while starting "
+                    f"(command: {' '.join(self.command())}); last lines of {self.log_path}:\n"
+                    f"{log_tail(self.log_path)}")
+            if pid_listens_on(self.proc.pid, self.grpc_port):
+                return
+            if time.monotonic() > deadline:
+                raise SwitchStartError(
+                    f"{self.target} switch {self.name} did not listen on {self.grpc_addr} within "
+                    f"{timeout:.0f} s; last lines of {self.log_path}:\n{log_tail(self.log_path)}")
+            time.sleep(0.05)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def describe(self) -> dict:
+        return {"target": self.target, "grpc_addr": self.grpc_addr, "device_id": self.device_id,
+                "pid": self.proc.pid if self.proc else None, "log": str(self.log_path)}
+
+    def apply_queue_config(self) -> None:
+        """Apply queue settings that need a loaded pipeline (bmv2); no-op here."""
+
+
+class EmbeddedSwitch(SwitchProcess):
+    def __init__(self, *a, binary: Path | None = None, seed: int | None = None,
+                 p4_json: str | None = None, p4info: str | None = None,
+                 cpu_port: int | None = None, **kw):
+        super().__init__(*a, **kw)
+        self.target = "embedded"
+        self.binary = binary or find_embedded()
+        self.seed = seed
+        self.p4_json = p4_json
+        self.p4info = p4info
+        self.cpu_port = cpu_port
+        self.admin_port = 0
+
+    @property
+    def admin_addr(self) -> str:
+        return f"127.0.0.1:{self.admin_port}"
+
+    @property
+    def port_config_path(self) -> Path:
+        return self.log_dir / f"switch-{self.name}.ports.json"
+
+    def port_file(self) -> dict:
+        ports = []
+        for p in self.ports.values():
+            e = {"port": p.port, "iface": p.iface, "delay_us": p.egress_delay_us, "loss": p.loss}
+            if p.rate_bps:
+                e["rate_bps"] = p.rate_bps
+            if p.buffer_pkts:
+                e["depth_pkts"] = p.buffer_pkts
+            ports.append(e)
+        d: dict = {"ports": ports}
+        if self.seed is not None:
+            d["seed"] = self.seed
+        return d
+
+    def prepare(self) -> None:
+        if not self.admin_port:
+            self.admin_port = free_tcp_port()
+        self.port_config_path.parent.mkdir(parents=True, exist_ok=True)
+        self.port_config_path.write_text(json.dumps(self.port_file(), indent=1) + "\n")
+
+    def command(self) -> list[str]:
+        cmd = [str(self.binary), "--device-id", str(self.device_id),
+               "--grpc-addr", self.grpc_addr, "--admin-addr", self.admin_addr]
+        for p in self.ports.values():
+            cmd += ["--interface", f"{p.port}@{p.iface}"]
+        cmd += ["--port-config", str(self.port_config_path)]
+        if self.p4_json:
+            cmd += ["--json", str(self.p4_json)]
+            if self.p4info:
+                cmd += ["--p4info", str(self.p4info)]
+        if self.cpu_port is not None:
+            cmd += ["--cpu-port", str(self.cpu_port)]
+        return cmd
+
+    def describe(self) -> dict:
+        d = super().describe()
+        d["admin_addr"] = self.admin_addr
+        d["port_config"] = str(self.port_config_path)
+        return d
+
+
+class Bmv2Switch(SwitchProcess):
+    def __init__(self, *a, binary: Path | None = None, p4_json: str | None = None,
+                 cpu_port: int | None = None, **kw):
+        super().__init__(*a, **kw)
+        self.target = "bmv2"
+        self.binary = binary or find_bmv2()
+        self.p4_json = p4_json
+        self.cpu_port = cpu_port
+        self.thrift_port = 0
+
+    def prepare(self) -> None:
+        if not self.thrift_port:
+            self.thrift_port = free_tcp_port()
+
+    def command(self) -> list[str]:
+        cmd = [str(self.binary), "--device-id", str(self.device_id)]
+        for p in self.ports.values():
+            cmd += ["-i", f"{p.port}@{p.iface}"]
+        cmd += ["--thrift-port", str(self.thrift_port),
+                "--log-file", str(self.log_dir / f"switch-{self.name}.bmv2"), "--log-flush",
+                "--log-level", "warn"]  # per-packet logging would cost most of its speed
+        cmd += [self.p4_json] if self.p4_json else ["--no-p4"]
+        cmd += ["--", "--grpc-server-addr", self.grpc_addr]
+        if self.cpu_port is not None:
+            cmd += ["--cpu-port", str(self.cpu_port)]
+        return cmd
+
+    def queue_commands(self) -> list[str]:
+        cmds = []
+        for p in self.ports.values():
+            if p.rate_bps:
+                pps = max(1, round(p.rate_bps / (8 * BMV2_PKT_BYTES)))
+                cmds.append(f"set_queue_rate {pps} {p.port}")
+            if p.buffer_pkts:
+                cmds.append(f"set_queue_depth {p.buffer_pkts} {p.port}")
+        return cmds
+
+    def apply_queue_config(self) -> None:
+        """Queue rate/depth through simple_switch_CLI (needs the pipeline
+        pushed: the CLI reads the switch's JSON when it starts)."""
+        cmds = self.queue_commands()
+        if not cmds:
+            return
+        cli = find_bmv2_cli()
+        if cli is None:
+            raise TargetUnavailable("simple_switch_CLI not found: it is needed to set bmv2 queue "
+                                    f"rate/depth ({'; '.join(cmds)})")
+        py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+        r = subprocess.run([py, str(cli), "--thrift-port", str(self.thrift_port)],
+                           input="\n".join(cmds) + "\n", capture_output=True, text=True, timeout=60)
+        out = r.stdout + r.stderr
+        if r.returncode != 0 or "Error" in out or "Traceback" in out:
+            raise SwitchStartError(f"simple_switch_CLI failed on bmv2 switch {self.name} "
+                                   f"(thrift {self.thrift_port}): {out.strip()[-600:]}")
+
+    def describe(self) -> dict:
+        d = super().describe()
+        d["thrift_port"] = self.thrift_port
+        return d
+
+
+class PyFwdSwitch(SwitchProcess):
+    """The test forwarder: ``python -m p4cc_topo.pyfwd CONFIG``."""
+
+    def __init__(self, *a, routes: list | None = None, **kw):
+        super().__init__(*a, **kw)
+        self.target = "pyfwd"
+        self.routes = routes or []
+
+    @property
+    def config_path(self) -> Path:
+        return self.log_dir / f"switch-{self.name}.pyfwd.json"
+
+    def prepare(self) -> None:
+        self.config_path.parent.mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text(json.dumps({
+            "name": self.name,
+            "listen": self.grpc_addr,
+            "ports": {str(p.port): p.iface for p in self.ports.values()},
+            "routes": self.routes,
+        }, indent=1))
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "p4cc_topo.pyfwd", str(self.config_path)]
+
+    def start(self) -> subprocess.Popen:
+        if not self.grpc_port:
+            self.grpc_port = free_tcp_port()
+        self.prepare()
+        pkg_parent = str(Path(__file__).resolve().parents[1])
+        pp = os.environ.get("PYTHONPATH", "")
+        env = {"PYTHONPATH": pkg_parent + (os.pathsep + pp if pp else "")}
+        self.proc = spawn(self.command(), self.log_path, self.run_id, env=env)
+        return self.proc
+
+
+def make_switch(target: str, name: str, device_id: int, ports: dict, run_id: str,
+                log_dir: Path, routes: list, **opts) -> SwitchProcess:
+    if target == "embedded":
+        return EmbeddedSwitch(name, device_id, ports, run_id, log_dir, seed=opts.get("seed"),
+                              p4_json=opts.get("p4_json"), p4info=opts.get("p4info"),
+                              cpu_port=opts.get("cpu_port"))
+    if target == "bmv2":
+        return Bmv2Switch(name, device_id, ports, run_id, log_dir, p4_json=opts.get("p4_json"),
+                          cpu_port=opts.get("cpu_port"))
+    if target == "pyfwd":
+        return PyFwdSwitch(name, device_id, ports, run_id, log_dir, routes=routes)
+    raise ValueError(f"unknown target {target!r}")
