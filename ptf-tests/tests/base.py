@@ -6,6 +6,7 @@ clean switch: tables emptied, defaults restored, counters zeroed, clone
 session removed and every port's queue unthrottled. Entities are addressed
 by their P4Info names through the p4cc controller library.
 """
+import atexit
 import os
 import sys
 import time
@@ -40,20 +41,32 @@ def params():
     return tu.test_params_get()
 
 
+_SESSION = {}
+
+
+def session():
+    """One controller connection for the whole PTF run: the tests share the
+    switch, and one gRPC channel avoids an event loop per test."""
+    if not _SESSION:
+        p = params()
+        _SESSION["target"] = make_target(p["target"], admin_addr=p.get("admin_addr"),
+                                         thrift_port=p.get("thrift_port"))
+        _SESSION["sw"] = Switch.connect(p["grpc_addr"], device_id=int(p.get("device_id", 1)),
+                                        p4info=p["p4info"], device_config=p["device_config"],
+                                        push=False, reconnect=False)
+        atexit.register(_SESSION["sw"].close)
+    return _SESSION["sw"], _SESSION["target"]
+
+
 class P4ccTest(BaseTest):
     """One switch connection per test; state reset before each."""
 
     def setUp(self):
         BaseTest.setUp(self)
-        p = params()
         self.dataplane = ptf.dataplane_instance
         self.dataplane.flush()
-        self.target_name = p["target"]
-        self.target = make_target(p["target"], admin_addr=p.get("admin_addr"),
-                                  thrift_port=p.get("thrift_port"))
-        self.sw = Switch.connect(p["grpc_addr"], device_id=int(p.get("device_id", 1)),
-                                 p4info=p["p4info"], device_config=p["device_config"],
-                                 push=False, reconnect=False)
+        self.target_name = params()["target"]
+        self.sw, self.target = session()
         self.ops = self.sw.ops(self.target)
         self.reset_switch()
 
@@ -61,7 +74,6 @@ class P4ccTest(BaseTest):
         try:
             self.unthrottle()
         finally:
-            self.sw.close()
             BaseTest.tearDown(self)
 
     # -- state --------------------------------------------------------
@@ -90,8 +102,9 @@ class P4ccTest(BaseTest):
         """Slow `port`'s queue so a burst builds a real queue there."""
         self.target.set_port(port, rate_pps=pps)
 
-    def counter(self, name, index):
-        return self.sw.counters[name].read(index)[index]
+    def packets(self, counter, index):
+        """Packet count of one index of a counter."""
+        return self.sw.counters[counter].read(index)[index][0]
 
     # -- packets ------------------------------------------------------
     def poll_packets(self, port, count, timeout=5.0):

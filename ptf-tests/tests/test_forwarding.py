@@ -24,8 +24,8 @@ class ForwardTest(P4ccTest):
         tu.send_packet(self, 1, tcp_from(1, HOST_IP[2]))
         tu.verify_packet(self, forwarded(2, HOST_IP[2]), 2)
         tu.verify_no_other_packets(self)
-        self.assertEqual(self.counter("CcIngress.rx.port_packets", 1)[1], 1)
-        self.assertEqual(self.counter("CcEgress.tx.port_packets", 2)[1], 1)
+        self.assertEqual(self.packets("CcIngress.rx.port_packets", 1), 1)
+        self.assertEqual(self.packets("CcEgress.tx.port_packets", 2), 1)
 
 
 class LongestPrefixTest(P4ccTest):
@@ -48,7 +48,7 @@ class MissDropTest(P4ccTest):
         self.route(2)
         tu.send_packet(self, 1, tcp_from(1, "192.168.7.7"))
         tu.verify_no_other_packets(self)
-        self.assertEqual(self.counter("ingress_drops", 1)[1], 1)
+        self.assertEqual(self.packets("ingress_drops", 1), 1)
 
 
 class TtlExpiredDropTest(P4ccTest):
@@ -58,7 +58,7 @@ class TtlExpiredDropTest(P4ccTest):
         self.route(2)
         tu.send_packet(self, 1, tcp_from(1, HOST_IP[2], ttl=1))
         tu.verify_no_other_packets(self)
-        self.assertEqual(self.counter("ingress_drops", 1)[1], 1)
+        self.assertEqual(self.packets("ingress_drops", 1), 1)
         tu.send_packet(self, 1, tcp_from(1, HOST_IP[2], ttl=2))
         tu.verify_packet(self, forwarded(2, HOST_IP[2], ttl=2), 2)
 
@@ -71,7 +71,7 @@ class NonIpv4DropTest(P4ccTest):
         arp = Ether(dst="ff:ff:ff:ff:ff:ff", src=HOST_MAC[1]) / ARP(pdst=HOST_IP[2])
         tu.send_packet(self, 1, arp)
         tu.verify_no_other_packets(self)
-        self.assertEqual(self.counter("ingress_drops", 1)[1], 1)
+        self.assertEqual(self.packets("ingress_drops", 1), 1)
 
 
 class TruncatedFrameTest(P4ccTest):

@@ -17,7 +17,7 @@ class LossZeroTest(P4ccTest):
             tu.send_packet(self, 1, tcp_from(1, HOST_IP[2], tcp_sport=2000 + i))
         for i in range(N):
             tu.verify_packet(self, forwarded(2, HOST_IP[2], tcp_sport=2000 + i), 2)
-        self.assertEqual(self.counter("loss_drops", 2)[1], 0)
+        self.assertEqual(self.packets("loss_drops", 2), 0)
 
 
 class LossOneTest(P4ccTest):
@@ -32,5 +32,5 @@ class LossOneTest(P4ccTest):
         tu.send_packet(self, 1, tcp_from(1, HOST_IP[3]))
         tu.verify_packet(self, forwarded(3, HOST_IP[3]), 3)
         tu.verify_no_other_packets(self)
-        self.assertEqual(self.counter("loss_drops", 2)[1], N)
-        self.assertEqual(self.counter("CcEgress.tx.port_packets", 2)[1], 0)
+        self.assertEqual(self.packets("loss_drops", 2), N)
+        self.assertEqual(self.packets("CcEgress.tx.port_packets", 2), 0)

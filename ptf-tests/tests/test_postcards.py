@@ -70,7 +70,7 @@ class OneInNTest(PostcardTest):
         sports = [Ether(c)[P4ccPostcard].src_port for c in cards]
         self.assertEqual(sports, [1002, 1005, 1008])
         for c, i in zip(cards, (2, 5, 8)):
-            self.assertTrue(tu.match_exp_pkt(expected_postcard(1000 + i, len(sent[i])), c))
+            self.assertTrue(expected_postcard(1000 + i, len(sent[i])).pkt_match(c))
         tu.verify_no_other_packets(self)
 
 

@@ -8,11 +8,16 @@ from p4cc_headers import P4ccHop, P4ccShim
 from shim_util import ECN_ECT0, OVERFLOW, after_switch, read_shim, send_burst, shim_packet
 
 
+# Byte offset of the newest hop record: Ethernet, IPv4, UDP, shim.
+NEWEST_HOP = 14 + 20 + 8 + 8
+
+
 def masked_hop(exp):
-    """The queue delay and the timestamp of this hop are not predictable."""
+    """The queue delay and the timestamp of this hop are not predictable
+    (scapy cannot locate a record inside the shim's list, hence offsets)."""
     m = Mask(exp)
-    m.set_do_not_care_packet(P4ccHop, "deq_timedelta_us")
-    m.set_do_not_care_packet(P4ccHop, "egress_ts_us")
+    m.set_do_not_care((NEWEST_HOP + 8) * 8, 32)    # deq_timedelta_us
+    m.set_do_not_care((NEWEST_HOP + 12) * 8, 64)   # egress_ts_us
     return m
 
 

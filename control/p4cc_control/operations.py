@@ -1,0 +1,287 @@
+"""The congestion-control lab's operations, on top of the entity API.
+
+Names of the P4 objects used here are those of p4src/v1model/cc_switch.p4
+(docs/data-plane.md); the short forms resolve through the P4Info.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Callable, Dict, Iterable, List, Optional
+
+from . import codec
+from .errors import SwitchUnreachable, TargetError, UnknownPort, ValueOutOfRange
+from .switch import AsyncSwitch
+from .targets import Target
+from .topology import Topology
+
+log = logging.getLogger("p4cc.control")
+
+POSTCARD_SESSION = 100      # constants.p4 POSTCARD_SESSION
+POSTCARD_FRAME_LEN = 96     # constants.p4 POSTCARD_FRAME_LEN: what a postcard frame keeps
+POSTCARD_UDP_PORT = 7361    # default collector UDP port (constants.p4 POSTCARD_UDP_SRC)
+LOSS_SCALE = 65536          # constants.p4 LOSS_SCALE
+
+# Per-port counters: (column, counter name, what it holds)
+PORT_COUNTERS = [
+    ("rx", "rx.port_packets", "both"),
+    ("tx", "tx.port_packets", "both"),
+    ("ce_marks", "ce_marks", "packets"),
+    ("ingress_drops", "ingress_drops", "packets"),
+    ("loss_drops", "loss_drops", "packets"),
+]
+COLUMNS = ["rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "ce_marks",
+           "ingress_drops", "loss_drops"]
+
+
+def loss_threshold(p: float) -> int:
+    """Drop probability -> the 16-bit threshold the data plane compares a
+    uniform draw in [0, 65535] against: round(p * 65536)."""
+    try:
+        p = float(p)
+    except (TypeError, ValueError):
+        raise ValueOutOfRange(f"loss {p!r} is not a number") from None
+    if not 0.0 <= p <= 1.0:
+        raise ValueOutOfRange(f"loss {p} out of range: a probability in 0..1")
+    return int(round(p * LOSS_SCALE))
+
+
+def parse_probability(s: str) -> float:
+    """'0.01', '1%', '1e-3' -> float."""
+    s = str(s).strip()
+    try:
+        return float(s[:-1]) / 100.0 if s.endswith("%") else float(s)
+    except ValueError:
+        raise ValueOutOfRange(f"loss {s!r} is not a probability (e.g. 0.01 or 1%)") from None
+
+
+class CcOps:
+    """Operations on one switch. Async methods; Switch.ops() gives a sync view."""
+
+    def __init__(self, sw: AsyncSwitch, target: Optional[Target] = None):
+        self.sw = sw
+        self.target = target or Target()
+        if self._reapply_target not in sw.restore_hooks:
+            sw.restore_hooks.append(self._reapply_target)
+
+    async def _reapply_target(self):
+        if self.target.applied:
+            await asyncio.to_thread(self.target.reapply)
+            log.warning("%s: re-applied %s port settings %s", self.sw.addr, self.target.name,
+                        self.target.port_settings())
+
+    # -- ports ----------------------------------------------------------------
+    def port_width(self) -> int:
+        return self.sw.p4info.table("ecn_threshold").field("egress_port").bitwidth
+
+    async def check_port(self, port) -> int:
+        try:
+            port = int(port)
+        except (TypeError, ValueError):
+            raise UnknownPort(f"port {port!r} is not a number") from None
+        width = self.port_width()
+        if not 0 <= port < (1 << width):
+            raise UnknownPort(f"port {port} out of range for bit<{width}> (0..{(1 << width) - 1})")
+        try:
+            known = await asyncio.to_thread(self.target.ports)
+        except TargetError as e:  # cannot list ports: the range check stands
+            log.debug("cannot list ports: %s", e)
+            known = None
+        if known is not None and port not in known:
+            have = ", ".join(str(p) for p in sorted(known)) or "none"
+            raise UnknownPort(f"unknown port {port}: the {self.target.name} switch at "
+                              f"{self.sw.addr} has ports {have}")
+        return port
+
+    # -- ECN threshold K --------------------------------------------------------
+    async def set_k(self, port, value: float, unit: str = "packets") -> dict:
+        port = await self.check_port(port)
+        depth = self.target.depth(value, unit)
+        t = self.sw.tables["ecn_threshold"]
+        await t.upsert({"egress_port": port}, "set_threshold", {"k_depth": depth})
+        return {"port": port, "k": value, "unit": unit, "k_depth": depth,
+                "depth_unit": self.target.depth_unit}
+
+    async def clear_k(self, port) -> dict:
+        port = await self.check_port(port)
+        await self.sw.tables["ecn_threshold"].delete({"egress_port": port}, missing_ok=True)
+        return {"port": port, "k": None}
+
+    async def read_k(self) -> Dict[int, int]:
+        out = {}
+        for e in await self.sw.tables["ecn_threshold"].read():
+            out[int(e.match["egress_port"])] = int(e.params.get("k_depth", 0))
+        return dict(sorted(out.items()))
+
+    # -- random loss ------------------------------------------------------------
+    async def set_loss(self, port, p: float) -> dict:
+        port = await self.check_port(port)
+        thr = loss_threshold(p)
+        t = self.sw.tables["port_loss"]
+        if thr == 0:
+            # No entry = no loss: cleaner than an entry that never drops.
+            await t.delete({"egress_port": port}, missing_ok=True)
+        else:
+            await t.upsert({"egress_port": port}, "set_loss", {"threshold_16": thr})
+        return {"port": port, "loss": float(p), "threshold_16": thr}
+
+    async def read_loss(self) -> Dict[int, float]:
+        out = {}
+        for e in await self.sw.tables["port_loss"].read():
+            if e.action and e.action.endswith("set_loss"):
+                out[int(e.match["egress_port"])] = int(e.params["threshold_16"]) / LOSS_SCALE
+        return dict(sorted(out.items()))
+
+    # -- postcards --------------------------------------------------------------
+    async def enable_postcards(self, collector_port, collector_ip: str, collector_mac: str,
+                               switch_ip: str, sample_one_in_n: int = 1,
+                               udp_port: int = POSTCARD_UDP_PORT,
+                               truncate: int = POSTCARD_FRAME_LEN) -> dict:
+        port = await self.check_port(collector_port)
+        if int(sample_one_in_n) < 1:
+            raise ValueOutOfRange(f"sample 1-in-{sample_one_in_n}: N must be >= 1")
+        params = {"sample_one_in_n": int(sample_one_in_n), "collector_mac_addr": collector_mac,
+                  "switch_ip_addr": switch_ip, "collector_ip_addr": collector_ip,
+                  "collector_udp_port": udp_port}
+        # Build (and so range-check) the action before touching the switch.
+        from .entities import build_table_entry
+
+        build_table_entry(self.sw.p4info, "postcard_config", None, "enable_postcards", params,
+                          is_default=True)
+        await self.sw.clone_sessions.upsert(POSTCARD_SESSION, [port],
+                                            packet_length_bytes=int(truncate))
+        await self.sw.tables["postcard_config"].set_default("enable_postcards", params)
+        return {"clone_session": POSTCARD_SESSION, "collector_port": port,
+                "truncate": int(truncate), **params}
+
+    async def disable_postcards(self) -> dict:
+        await self.sw.tables["postcard_config"].set_default("NoAction")
+        await self.sw.clone_sessions.delete(POSTCARD_SESSION, missing_ok=True)
+        return {"postcards": "off"}
+
+    async def read_postcards(self) -> dict:
+        d = await self.sw.tables["postcard_config"].read_default()
+        sessions = await self.sw.clone_sessions.read(POSTCARD_SESSION)
+        return {"action": d.action, "params": d.params,
+                "clone_session": sessions[0] if sessions else None}
+
+    # -- switch id --------------------------------------------------------------
+    async def set_switch_id(self, switch_id: int) -> dict:
+        await self.sw.tables["switch_config"].set_default("set_switch_id",
+                                                          {"switch_id": switch_id})
+        return {"switch_id": int(codec.parse_int(switch_id, 16, "switch_id"))}
+
+    # -- forwarding from a topology --------------------------------------------
+    async def install_routes(self, topo: Topology, switch: Optional[str] = None) -> List[dict]:
+        entries = topo.forwarding_entries(switch)
+        for e in entries:
+            await self.check_port(e["params"]["port"])
+        from .entities import build_table_entry
+        from p4.v1 import p4runtime_pb2
+
+        ents = [p4runtime_pb2.Entity(table_entry=build_table_entry(
+            self.sw.p4info, "ipv4_lpm", e["match"], e["action"], e["params"])) for e in entries]
+        if ents:
+            await self.sw.upsert(ents)  # one batch
+        return entries
+
+    async def apply_topology(self, topo: Topology, switch: Optional[str] = None) -> dict:
+        """Routes, switch id, and each port's K / loss / target knobs."""
+        desc = topo.switch(switch)
+        out = {"switch": desc.name, "routes": await self.install_routes(topo, desc.name)}
+        if desc.switch_id is not None:
+            out["switch_id"] = (await self.set_switch_id(desc.switch_id))["switch_id"]
+        ports = {}
+        for port, cfg in desc.ports.items():
+            done = {}
+            if "k" in cfg:
+                done["k"] = await self.set_k(port, cfg["k"], cfg.get("k_unit", "packets"))
+            if "loss" in cfg:
+                done["loss"] = await self.set_loss(port, cfg["loss"])
+            knobs = {k: cfg[k] for k in ("rate_bps", "rate_pps", "delay_us", "depth_pkts")
+                     if k in cfg}
+            if "link_loss" in cfg:
+                knobs["loss"] = cfg["link_loss"]  # the target's own link loss, like netem
+            if knobs:
+                done["knobs"] = await self.set_queue(port, **knobs)
+            ports[port] = done
+        out["ports"] = ports
+        return out
+
+    # -- target knobs -----------------------------------------------------------
+    async def set_queue(self, port, **settings) -> dict:
+        port = await self.check_port(port)
+        return await asyncio.to_thread(self.target.set_port, port, **settings)
+
+    async def queue_settings(self) -> Dict[int, dict]:
+        if hasattr(self.target, "port_table"):
+            return await asyncio.to_thread(self.target.port_table)
+        return self.target.port_settings()
+
+    # -- counters ---------------------------------------------------------------
+    async def port_counters(self, ports: Optional[Iterable[int]] = None) -> Dict[int, dict]:
+        """{port: {rx_packets, rx_bytes, tx_packets, tx_bytes, ce_marks,
+        ingress_drops, loss_drops}}; all ports with any non-zero count when
+        `ports` is None."""
+        wanted = None if ports is None else sorted({int(p) for p in ports})
+        table: Dict[int, dict] = {}
+        for col, name, unit in PORT_COUNTERS:
+            c = self.sw.counters[name]
+            if wanted is None:
+                data = await c.read()
+            else:
+                data = {}
+                for p in wanted:
+                    data.update(await c.read(p))
+            for idx, (pk, by) in data.items():
+                row = table.setdefault(idx, dict.fromkeys(COLUMNS, 0))
+                if unit == "both":
+                    row[f"{col}_packets"], row[f"{col}_bytes"] = pk, by
+                else:
+                    row[col] = pk
+        if wanted is None:
+            table = {p: r for p, r in table.items() if any(r.values())}
+        else:
+            table = {p: table.get(p, dict.fromkeys(COLUMNS, 0)) for p in wanted}
+        return dict(sorted(table.items()))
+
+    async def reset_port_counters(self, ports: Optional[Iterable[int]] = None) -> dict:
+        idx = None if ports is None else [await self.check_port(p) for p in ports]
+        for _, name, _ in PORT_COUNTERS:
+            await self.sw.counters[name].reset(idx)
+        return {"reset": "all ports" if idx is None else idx}
+
+    async def read_register(self, name: str, index: Optional[int] = None) -> Dict[int, int]:
+        return await self.sw.registers[name].read(index)
+
+    async def watch(self, interval: float = 1.0, count: Optional[int] = None,
+                    ports: Optional[Iterable[int]] = None,
+                    emit: Callable[[dict], None] = print):
+        """Every `interval` s, emit {time, dt, rates: {p: {col: per second}},
+        totals: {p: {col: count}}} until `count` samples (forever if None).
+        While the switch is unreachable, emit {time, error} instead."""
+        prev = await self.port_counters(ports)
+        t_prev = time.monotonic()
+        n = 0
+        while count is None or n < count:
+            await asyncio.sleep(interval)
+            try:
+                cur = await self.port_counters(ports)
+            except SwitchUnreachable as e:
+                # A restarting switch: say so and keep watching.
+                emit({"time": time.time(), "error": str(e)})
+                prev, n = None, n + 1
+                continue
+            now = time.monotonic()
+            if prev is None:  # first sample after an outage: new baseline
+                prev, t_prev = cur, now
+                continue
+            dt = max(now - t_prev, 1e-9)
+            rates = {}
+            for p, row in cur.items():
+                before = prev.get(p, dict.fromkeys(COLUMNS, 0))
+                rates[p] = {c: max(0, row[c] - before[c]) / dt for c in COLUMNS}
+            emit({"time": time.time(), "dt": dt, "rates": rates, "totals": cur})
+            prev, t_prev = cur, now
+            n += 1
