@@ -48,7 +48,7 @@ def _run(args) -> int:
 
 def _clean(args) -> int:
     from p4cc_topo.cli import clean_command
-    return clean_command(force=True, dry_run=args.dry_run)
+    return clean_command(force=args.force, dry_run=args.dry_run)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,7 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--help-params", action="store_true", help="list the parameters and exit")
     r.set_defaults(fn=_run)
     c = sub.add_parser("clean", help="remove what a killed run left (netns, links, processes)")
-    c.add_argument("--dry-run", action="store_true")
+    c.add_argument("--dry-run", action="store_true", help="only say what would be removed")
+    c.add_argument("--force", action="store_true",
+                   help="also tear down runs whose owner is still alive")
     c.set_defaults(fn=_clean)
     sub.add_parser("ctl", help="the P4Runtime controller (p4cc ctl --help)")
     args = ap.parse_args(argv)

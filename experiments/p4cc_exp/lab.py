@@ -18,7 +18,6 @@ ROOT = Path(__file__).resolve().parents[2]
 P4INFO = ROOT / "p4src/build/cc_switch.p4info.bin"
 DEVICE_CONFIG = ROOT / "p4src/build/cc_switch.json"
 COLLECTOR_UDP_PORT = 9999
-SWITCH_IP = "169.254.0.1"
 
 
 class LabError(RuntimeError):
@@ -89,9 +88,12 @@ class Lab:
                 port = desc.get("collector_port")
                 if port is None:
                     continue
+                # The next hop towards the collector, which is the collector
+                # itself only on the switch it is cabled to.
                 self.ops[name].enable_postcards(
                     collector_port=port, collector_ip=collector["ip"],
-                    collector_mac=collector["mac"], switch_ip=SWITCH_IP,
+                    collector_mac=desc.get("collector_mac") or collector["mac"],
+                    switch_ip=desc["switch_ip"],
                     sample_one_in_n=self.postcard_one_in_n, udp_port=COLLECTOR_UDP_PORT)
 
     # -- topology facts --------------------------------------------------
@@ -114,8 +116,24 @@ class Lab:
         return self.start(collector["host"], ["collect", "--listen", f"0.0.0.0:{COLLECTOR_UDP_PORT}",
                                               "--out", str(out_csv)], log="collector.log")
 
-    def counters(self, switch: str) -> dict:
-        return self.ops[switch].port_counters()
+    def ensure_kernel_dctcp(self) -> None:
+        """Kernel TCP DCTCP: the kernel's module, else p4cc's BPF DCTCP
+        (registered kernel-wide, so every namespace sees it)."""
+        avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+        if "dctcp" in avail or "p4cc_dctcp" in avail:
+            return
+        subprocess.run(["modprobe", "tcp_dctcp"], capture_output=True)
+        avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+        if "dctcp" in avail:
+            return
+        res = subprocess.run([self.agent, "bpf-dctcp", "load"], capture_output=True, text=True)
+        if res.returncode != 0:
+            raise LabError("kernel DCTCP unavailable: no dctcp module and the BPF DCTCP did not "
+                           f"load: {(res.stderr or res.stdout).strip()[-300:]}")
+
+    def counters(self, switch: str, port: int) -> dict:
+        """One port's counters: rx/tx packets and bytes, CE marks, drops."""
+        return self.ops[switch].port_counters([port])[port]
 
     def reset_counters(self) -> None:
         for ops in self.ops.values():
@@ -123,7 +141,7 @@ class Lab:
 
     def check_alive(self) -> str | None:
         """An error string when a switch died (for Progress.sleep)."""
-        dead = self.net.dead_switches() if hasattr(self.net, "dead_switches") else []
+        dead = self.net.dead_switches()
         return f"switch died: {', '.join(dead)} (see {self.logs})" if dead else None
 
 

@@ -14,7 +14,7 @@ from ..stats import mean, percentile
 from ..theory import dctcp_sawtooth
 
 DATAPATHS = {"kernel": "kernel TCP", "user": "user-space transport"}
-TCP_PORT = 5001
+TCP_PORT = 7361
 
 
 class DctcpQueue(Experiment):
@@ -35,6 +35,8 @@ class DctcpQueue(Experiment):
         Param("duration", 12, "seconds each protocol runs", seconds, 2, 3600),
         Param("warmup", 2, "seconds ignored at the start of each run", seconds, 0, 600),
         Param("tcp", "cubic", "the TCP DCTCP is compared with (cubic or reno)", str),
+        Param("tcp_ecn", 0, "1: the TCP arm negotiates ECN too (the paper's TCP did not: "
+              "its queue was drop-tail)", int, 0, 1),
         Param("datapaths", "kernel,user", "kernel (TCP sockets) and/or user (p4cc transport)",
               str_list),
         Param("sample", 0, "postcard 1-in-N sampling (0: 1 at 100 Mbps, more above)", int, 0, 10_000),
@@ -68,26 +70,35 @@ class DctcpQueue(Experiment):
         senders = [f"h{i}" for i in range(1, p["senders"] + 1)]
         switch, port = lab.port_of("rx")
         rx_ip = lab.ip("rx")
+        if d == "kernel" and cc == "dctcp":
+            lab.ensure_kernel_dctcp()
         procs = [lab.start_collector(outdir / "queue.csv")]
         if d == "kernel":
+            # DCTCP's receiver half (exact ECE echo) lives in the receiving socket.
             procs.append(lab.start("rx", ["tcp-recv", "--listen", f"0.0.0.0:{TCP_PORT}",
-                                          "--out", str(outdir / "rx")], log="rx.log"))
+                                          "--cc", cc, "--out", str(outdir / "rx")], log="rx.log"))
         else:
             procs.append(lab.start("rx", ["recv", "--out", str(outdir / "rx")], log="rx.log"))
         progress.sleep(0.5)
+        # The paper's TCP saw a drop-tail queue: unless asked, the TCP arm
+        # does not negotiate ECN, so the switch's K never applies to it.
+        tcp_ecn = cc == "dctcp" or bool(p["tcp_ecn"])
         senders_p = []
         for i, h in enumerate(senders):
-            common = ["--cc", cc, "--duration", f"{p['duration']}", "--flow-id", str(i + 1),
+            if d == "kernel":
+                lab.net.run(h, ["sysctl", "-qw", f"net.ipv4.tcp_ecn={1 if tcp_ecn else 0}"],
+                            check=True)
+            common = ["--cc", cc, "--duration-s", f"{p['duration']}", "--flow-id-base", str(i + 1),
                       "--seed", str(p["seed"] + i), "--out", str(outdir / h)]
             if d == "kernel":
                 args = ["tcp-send", "--dst", f"{rx_ip}:{TCP_PORT}", *common]
             else:
-                args = ["send", "--dst", rx_ip, *common]
+                args = ["send", "--dst", rx_ip, *common] + ([] if tcp_ecn else ["--no-ecn"])
             senders_p.append(lab.start(h, args, log=f"{h}.log"))
         progress.sleep(p["warmup"], lab.check_alive)
-        c0 = lab.counters(switch)[port]
+        c0 = lab.counters(switch, port)
         progress.sleep(max(0.0, p["duration"] - p["warmup"] - 0.5), lab.check_alive)
-        c1 = lab.counters(switch)[port]
+        c1 = lab.counters(switch, port)
         window = p["duration"] - p["warmup"] - 0.5
         for s in senders_p:
             try:
@@ -97,7 +108,7 @@ class DctcpQueue(Experiment):
         stop(procs)
         return {"outdir": str(outdir), "port": port, "senders": senders, "cc": cc, "datapath": d,
                 "label": arm.label, "tx_bytes": c1["tx_bytes"] - c0["tx_bytes"],
-                "tx_pkts": c1["tx_pkts"] - c0["tx_pkts"],
+                "tx_pkts": c1["tx_packets"] - c0["tx_packets"],
                 "ce_marks": c1.get("ce_marks", 0) - c0.get("ce_marks", 0),
                 "window_s": window}
 
