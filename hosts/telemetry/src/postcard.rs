@@ -1,11 +1,9 @@
 //! Switch postcards: out-of-band queue reports cloned to a collector.
 //!
-//! Layout (big-endian). The field list below adds up to 54 bytes
-//! ([`POSTCARD_LEN`]); the issue text that specified it said "52 bytes",
-//! so a datagram of exactly 52 bytes is read as the same layout with a
-//! 16-bit `pkt_len` at offset 50 ([`POSTCARD_LEN_SHORT`]). Longer datagrams
-//! are accepted and the extra bytes ignored, so the format can grow at the
-//! end. Everything else is counted as malformed by the collector.
+//! Layout (big-endian, 54 bytes = [`POSTCARD_LEN`], as in
+//! docs/wire-format.md). Longer datagrams are accepted and the extra bytes
+//! ignored, so the format can grow at the end; shorter ones and other
+//! versions are errors (the collector counts them as malformed).
 //!
 //! ```text
 //! off size field
@@ -34,8 +32,6 @@ use thiserror::Error;
 pub const POSTCARD_VERSION: u8 = 1;
 /// Fixed length of a version-1 postcard.
 pub const POSTCARD_LEN: usize = 54;
-/// The 52-byte variant (pkt_len as u16).
-pub const POSTCARD_LEN_SHORT: usize = 52;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Postcard {
@@ -59,7 +55,7 @@ pub struct Postcard {
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum PostcardError {
-    #[error("postcard of {0} bytes: expected 52 or at least 54")]
+    #[error("postcard of {0} bytes is shorter than {POSTCARD_LEN}")]
     TooShort(usize),
     #[error("postcard version {0} (expected 1)")]
     BadVersion(u8),
@@ -79,7 +75,7 @@ fn be64(b: &[u8], o: usize) -> u64 {
 
 impl Postcard {
     pub fn parse(b: &[u8]) -> Result<Postcard, PostcardError> {
-        if b.len() < POSTCARD_LEN_SHORT || b.len() == POSTCARD_LEN_SHORT + 1 {
+        if b.len() < POSTCARD_LEN {
             return Err(PostcardError::TooShort(b.len()));
         }
         if b[0] != POSTCARD_VERSION {
@@ -101,7 +97,7 @@ impl Postcard {
             ecn: b[45],
             src_port: be16(b, 46),
             dst_port: be16(b, 48),
-            pkt_len: if b.len() == POSTCARD_LEN_SHORT { be16(b, 50) as u32 } else { be32(b, 50) },
+            pkt_len: be32(b, 50),
         })
     }
 
@@ -196,15 +192,8 @@ mod tests {
     fn malformed() {
         let b = sample().encode();
         for n in 0..POSTCARD_LEN {
-            if n == POSTCARD_LEN_SHORT {
-                continue;
-            }
             assert_eq!(Postcard::parse(&b[..n]), Err(PostcardError::TooShort(n)));
         }
-        // the 52-byte variant: pkt_len is a u16 at offset 50
-        let mut short = b[..POSTCARD_LEN_SHORT].to_vec();
-        short[50..52].copy_from_slice(&1500u16.to_be_bytes());
-        assert_eq!(Postcard::parse(&short).map(|p| p.pkt_len), Ok(1500));
         let mut v = b;
         v[0] = 2;
         assert_eq!(Postcard::parse(&v), Err(PostcardError::BadVersion(2)));

@@ -1,0 +1,306 @@
+//! Flow logs: the files an experiment runner reads (formats in
+//! docs/hosts.md). Every timestamp is unix-epoch nanoseconds.
+//!
+//! * `flows.csv`: one row per flow ([`FLOWS_HEADER`]).
+//! * `tput.csv`: per-flow throughput series in fixed bins aligned to
+//!   multiples of the bin width in unix time ([`TPUT_HEADER`]).
+//! * `rtt.csv`: RTT samples (+ echoed queue depth) ([`RTT_HEADER`]).
+//! * `hops.csv` (optional): echoed hop records ([`HOPS_HEADER`]).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+pub const FLOWS_HEADER: &str = "flow_id,workload,round,datapath,cc,src,dst,size_bytes,start_unix_ns,end_unix_ns,fct_ns,bytes_acked,status,reason,pkts_sent,retx_pkts,rto_count,loss_events,ce_bytes,rtt_samples,mean_rtt_ns,min_rtt_ns,max_qdepth_pkts,ecn";
+pub const TPUT_HEADER: &str = "flow_id,bin_start_unix_ns,bin_ns,bytes,mbps";
+pub const RTT_HEADER: &str = "flow_id,t_unix_ns,rtt_ns,qdepth_pkts,cwnd_bytes,pacing_bps,inflight_bytes";
+pub const HOPS_HEADER: &str = "flow_id,t_unix_ns,hop,switch_id,egress_port,enq_qdepth,deq_timedelta_us,egress_ts_us";
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {path}: {source}")]
+pub struct LogError {
+    pub path: PathBuf,
+    pub source: std::io::Error,
+}
+
+/// Final facts about one flow (one `flows.csv` row).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FlowRecord {
+    pub flow_id: u32,
+    pub workload: String,
+    pub round: Option<u32>,
+    pub datapath: String,
+    pub cc: String,
+    pub src: String,
+    pub dst: String,
+    /// Requested size; None for long flows.
+    pub size_bytes: Option<u64>,
+    pub start_unix_ns: u64,
+    pub end_unix_ns: u64,
+    pub bytes_acked: u64,
+    /// "complete", "stopped" (long flow ended by its schedule, all acked),
+    /// "peer-gone", "no-receiver", "interrupted", "timeout", "error".
+    pub status: String,
+    pub reason: String,
+    pub pkts_sent: u64,
+    pub retx_pkts: u64,
+    pub rto_count: u64,
+    pub loss_events: u64,
+    pub ce_bytes: u64,
+    pub rtt_samples: u64,
+    pub mean_rtt_ns: Option<u64>,
+    pub min_rtt_ns: Option<u64>,
+    pub max_qdepth_pkts: Option<u32>,
+    /// udp: "ect0" or "off" (what data packets carry); tcp: "negotiated"
+    /// or "off" (from TCP_INFO after the handshake).
+    pub ecn: String,
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_default()
+}
+
+/// CSV field quoting (reasons may contain commas).
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\"").replace('\n', " "))
+    } else {
+        s.to_string()
+    }
+}
+
+impl FlowRecord {
+    pub fn csv_row(&self) -> String {
+        format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            self.flow_id,
+            self.workload,
+            opt(self.round),
+            self.datapath,
+            csv_field(&self.cc),
+            self.src,
+            self.dst,
+            opt(self.size_bytes),
+            self.start_unix_ns,
+            self.end_unix_ns,
+            self.end_unix_ns.saturating_sub(self.start_unix_ns),
+            self.bytes_acked,
+            self.status,
+            csv_field(&self.reason),
+            self.pkts_sent,
+            self.retx_pkts,
+            self.rto_count,
+            self.loss_events,
+            self.ce_bytes,
+            self.rtt_samples,
+            opt(self.mean_rtt_ns),
+            opt(self.min_rtt_ns),
+            opt(self.max_qdepth_pkts),
+            self.ecn,
+        )
+    }
+}
+
+/// Bytes per fixed-width bin, bins aligned to multiples of `bin_ns` in
+/// unix time so series of different flows and hosts line up.
+#[derive(Debug, Clone)]
+pub struct ThroughputSeries {
+    pub bin_ns: u64,
+    bins: BTreeMap<u64, u64>,
+}
+
+impl ThroughputSeries {
+    pub fn new(bin_ns: u64) -> Self {
+        ThroughputSeries { bin_ns: bin_ns.max(1), bins: BTreeMap::new() }
+    }
+    pub fn add(&mut self, unix_ns: u64, bytes: u64) {
+        *self.bins.entry(unix_ns / self.bin_ns).or_insert(0) += bytes;
+    }
+    /// Marks a bin as present (zero bytes) so series cover the flow's life.
+    pub fn touch(&mut self, unix_ns: u64) {
+        self.bins.entry(unix_ns / self.bin_ns).or_insert(0);
+    }
+    pub fn total(&self) -> u64 {
+        self.bins.values().sum()
+    }
+    /// (bin start unix ns, bytes) for every bin from the first to the last,
+    /// zero-filled.
+    pub fn rows(&self) -> Vec<(u64, u64)> {
+        let (Some((&first, _)), Some((&last, _))) = (self.bins.iter().next(), self.bins.iter().next_back()) else {
+            return vec![];
+        };
+        (first..=last).map(|b| (b * self.bin_ns, self.bins.get(&b).copied().unwrap_or(0))).collect()
+    }
+}
+
+/// Writes the four files of a sender process.
+pub struct FlowLogger {
+    dir: PathBuf,
+    flows: BufWriter<File>,
+    tput: BufWriter<File>,
+    rtt: BufWriter<File>,
+    hops: Option<BufWriter<File>>,
+    /// Log one RTT sample out of this many (1 = all).
+    pub rtt_every: u64,
+    rtt_counter: u64,
+    pub bin_ns: u64,
+}
+
+impl FlowLogger {
+    pub fn create(dir: &Path, bin_ns: u64, rtt_every: u64, with_hops: bool) -> Result<FlowLogger, LogError> {
+        let err = |p: &Path| {
+            let p = p.to_path_buf();
+            move |source| LogError { path: p, source }
+        };
+        std::fs::create_dir_all(dir).map_err(err(dir))?;
+        let open = |name: &str, header: &str| -> Result<BufWriter<File>, LogError> {
+            let p = dir.join(name);
+            let mut w = BufWriter::with_capacity(1 << 20, File::create(&p).map_err(err(&p))?);
+            writeln!(w, "{header}").map_err(err(&p))?;
+            Ok(w)
+        };
+        Ok(FlowLogger {
+            dir: dir.to_path_buf(),
+            flows: open("flows.csv", FLOWS_HEADER)?,
+            tput: open("tput.csv", TPUT_HEADER)?,
+            rtt: open("rtt.csv", RTT_HEADER)?,
+            hops: if with_hops { Some(open("hops.csv", HOPS_HEADER)?) } else { None },
+            rtt_every: rtt_every.max(1),
+            rtt_counter: 0,
+            bin_ns: bin_ns.max(1),
+        })
+    }
+
+    fn e(&self, name: &str) -> impl FnOnce(std::io::Error) -> LogError {
+        let path = self.dir.join(name);
+        move |source| LogError { path, source }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Whether the next RTT sample should be logged (decimation).
+    pub fn want_rtt(&mut self) -> bool {
+        self.rtt_counter += 1;
+        self.rtt_counter.is_multiple_of(self.rtt_every)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn rtt(
+        &mut self,
+        flow_id: u32,
+        t_unix_ns: u64,
+        rtt_ns: u64,
+        qdepth: Option<u32>,
+        cwnd: Option<u64>,
+        pacing: Option<u64>,
+        inflight: u64,
+    ) -> Result<(), LogError> {
+        let e = self.e("rtt.csv");
+        writeln!(self.rtt, "{},{},{},{},{},{},{}", flow_id, t_unix_ns, rtt_ns, opt(qdepth), opt(cwnd), opt(pacing), inflight)
+            .map_err(e)
+    }
+
+    /// (switch_id, egress_port, enq_qdepth, deq_timedelta_us, egress_ts_us) per hop, newest first.
+    pub fn hops(&mut self, flow_id: u32, t_unix_ns: u64, hops: &[(u16, u16, u32, u32, u64)]) -> Result<(), LogError> {
+        let path = self.dir.join("hops.csv");
+        if let Some(w) = self.hops.as_mut() {
+            for (i, h) in hops.iter().enumerate() {
+                writeln!(w, "{},{},{},{},{},{},{},{}", flow_id, t_unix_ns, i, h.0, h.1, h.2, h.3, h.4)
+                    .map_err(|source| LogError { path: path.clone(), source })?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn has_hops(&self) -> bool {
+        self.hops.is_some()
+    }
+
+    pub fn flow(&mut self, rec: &FlowRecord, series: &ThroughputSeries) -> Result<(), LogError> {
+        let e = self.e("flows.csv");
+        writeln!(self.flows, "{}", rec.csv_row()).map_err(e)?;
+        let path = self.dir.join("tput.csv");
+        for (start, bytes) in series.rows() {
+            let mbps = bytes as f64 * 8.0 / series.bin_ns as f64 * 1e3;
+            writeln!(self.tput, "{},{},{},{},{:.3}", rec.flow_id, start, series.bin_ns, bytes, mbps)
+                .map_err(|source| LogError { path: path.clone(), source })?;
+        }
+        Ok(())
+    }
+
+    pub fn flush(&mut self) -> Result<(), LogError> {
+        self.flows.flush().map_err(self.e("flows.csv"))?;
+        self.tput.flush().map_err(self.e("tput.csv"))?;
+        self.rtt.flush().map_err(self.e("rtt.csv"))?;
+        if let Some(h) = self.hops.as_mut() {
+            let path = self.dir.join("hops.csv");
+            h.flush().map_err(|source| LogError { path, source })?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_rows_are_aligned_and_zero_filled() {
+        let mut s = ThroughputSeries::new(10_000_000);
+        s.add(1_000_000_005_000_000, 100);
+        s.add(1_000_000_035_000_000, 50);
+        s.add(1_000_000_036_000_000, 50);
+        assert_eq!(
+            s.rows(),
+            vec![
+                (1_000_000_000_000_000, 100),
+                (1_000_000_010_000_000, 0),
+                (1_000_000_020_000_000, 0),
+                (1_000_000_030_000_000, 100)
+            ]
+        );
+        assert_eq!(s.total(), 200);
+    }
+
+    #[test]
+    fn files_have_headers_and_rows() {
+        let dir = std::env::temp_dir().join(format!("p4cc-log-{}", std::process::id()));
+        let mut l = FlowLogger::create(&dir, 10_000_000, 1, true).unwrap();
+        let mut s = ThroughputSeries::new(10_000_000);
+        s.add(20_000_000, 1250);
+        let r = FlowRecord {
+            flow_id: 3,
+            workload: "single".into(),
+            datapath: "udp".into(),
+            cc: "reno".into(),
+            src: "10.99.0.1:5000".into(),
+            dst: "10.99.0.2:7360".into(),
+            size_bytes: Some(1250),
+            start_unix_ns: 20_000_000,
+            end_unix_ns: 21_000_000,
+            bytes_acked: 1250,
+            status: "complete".into(),
+            reason: "a, \"b\"".into(),
+            ..Default::default()
+        };
+        l.flow(&r, &s).unwrap();
+        l.rtt(3, 20_500_000, 100_000, Some(4), Some(14000), None, 1000).unwrap();
+        l.hops(3, 20_500_000, &[(1, 2, 3, 4, 5)]).unwrap();
+        l.flush().unwrap();
+        let flows = std::fs::read_to_string(dir.join("flows.csv")).unwrap();
+        let mut lines = flows.lines();
+        assert_eq!(lines.next(), Some(FLOWS_HEADER));
+        let row = lines.next().unwrap();
+        assert!(row.starts_with("3,single,,udp,reno,10.99.0.1:5000,10.99.0.2:7360,1250,20000000,21000000,1000000,1250,complete,\"a, \"\"b\"\"\""));
+        let tput = std::fs::read_to_string(dir.join("tput.csv")).unwrap();
+        assert_eq!(tput.lines().nth(1), Some("3,20000000,10000000,1250,1.000"));
+        let rtt = std::fs::read_to_string(dir.join("rtt.csv")).unwrap();
+        assert_eq!(rtt.lines().nth(1), Some("3,20500000,100000,4,14000,,1000"));
+        let hops = std::fs::read_to_string(dir.join("hops.csv")).unwrap();
+        assert_eq!(hops.lines().nth(1), Some("3,20500000,0,1,2,3,4,5"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,556 @@
+//! The receiver: serves every flow arriving on its port. Flows are keyed by
+//! (sender address, flow id); each keeps a reassembly scoreboard, verifies
+//! every payload byte against the seeded generator, counts ECN codepoints,
+//! and answers with ACKs carrying SACK blocks, CE counters and the echoed
+//! telemetry of the data packets.
+
+use crate::payload;
+use crate::rangeset::RangeSet;
+use crate::wire::{
+    self, Ack, SackBlock, WireError, AF_COMPLETE, AF_CE, AF_CORRUPT, AF_DUP, AF_TELEMETRY, DF_PROBE, NO_QDEPTH,
+    SIZE_UNKNOWN, TYPE_ABORT,
+};
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use telemetry::shim::HopRecord;
+use telemetry::ShimError;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReceiverConfig {
+    /// ACK every n-th in-order data packet (1 = every packet). Out-of-order,
+    /// duplicate, CE-state-changing, probe and completing packets are
+    /// always ACKed at once.
+    pub ack_every: u32,
+    /// A pending (delayed) ACK goes out after this long.
+    pub delayed_ack_ns: u64,
+    /// An incomplete flow with no packet for this long is closed as "timeout".
+    pub idle_timeout_ns: u64,
+    /// Completed flows stay (to re-ACK late retransmissions) this long after
+    /// their last packet.
+    pub linger_ns: u64,
+    /// Full packet size used to convert 80-byte-cell depths to packets.
+    pub depth_pkt_bytes: u32,
+    pub max_sack_blocks: usize,
+    /// Resource limits (packets beyond them are dropped and counted).
+    pub max_flows: usize,
+    pub max_ranges_per_flow: usize,
+}
+
+impl Default for ReceiverConfig {
+    fn default() -> Self {
+        ReceiverConfig {
+            ack_every: 1,
+            delayed_ack_ns: 500_000,
+            idle_timeout_ns: 30_000_000_000,
+            linger_ns: 5_000_000_000,
+            depth_pkt_bytes: 1500,
+            max_sack_blocks: 4,
+            max_flows: 100_000,
+            max_ranges_per_flow: 100_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReceiverStats {
+    pub datagrams: u64,
+    pub data_pkts: u64,
+    pub acks_sent: u64,
+    /// Datagrams without a valid shim (foreign traffic on the port).
+    pub no_shim: u64,
+    /// Valid shim but no valid transport header after it.
+    pub bad_header: u64,
+    pub corrupt_pkts: u64,
+    pub dropped_limits: u64,
+    pub aborts: u64,
+}
+
+impl ReceiverStats {
+    pub fn malformed(&self) -> u64 {
+        self.no_shim + self.bad_header
+    }
+    pub fn to_json(&self) -> String {
+        format!(
+            "{{\"datagrams\": {}, \"data_pkts\": {}, \"acks_sent\": {}, \"no_shim\": {}, \"bad_header\": {}, \"corrupt_pkts\": {}, \"dropped_limits\": {}, \"aborts\": {}}}",
+            self.datagrams,
+            self.data_pkts,
+            self.acks_sent,
+            self.no_shim,
+            self.bad_header,
+            self.corrupt_pkts,
+            self.dropped_limits,
+            self.aborts
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecvStatus {
+    /// Every byte received and verified.
+    Complete,
+    /// No packet for `idle_timeout_ns`.
+    Timeout,
+    /// The sender sent an ABORT (reason text).
+    Aborted(String),
+    /// A new flow with the same key but another seed replaced it.
+    Replaced,
+    /// The receiver stopped first.
+    Incomplete,
+}
+
+impl RecvStatus {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RecvStatus::Complete => "complete",
+            RecvStatus::Timeout => "timeout",
+            RecvStatus::Aborted(_) => "aborted",
+            RecvStatus::Replaced => "replaced",
+            RecvStatus::Incomplete => "incomplete",
+        }
+    }
+    pub fn reason(&self) -> String {
+        match self {
+            RecvStatus::Aborted(r) => r.clone(),
+            RecvStatus::Timeout => "no packet for the idle timeout".into(),
+            RecvStatus::Replaced => "sender reused the flow id with another seed".into(),
+            RecvStatus::Incomplete => "receiver stopped before the flow completed".into(),
+            RecvStatus::Complete => String::new(),
+        }
+    }
+}
+
+/// What the receiver knows about one flow when it ends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecvFlowRecord {
+    pub peer: SocketAddr,
+    pub flow_id: u32,
+    pub seed: u64,
+    pub size: Option<u64>,
+    /// Distinct verified bytes received.
+    pub bytes: u64,
+    pub first_ns: u64,
+    pub last_ns: u64,
+    pub complete_ns: Option<u64>,
+    pub status: RecvStatus,
+    pub data_pkts: u64,
+    pub dup_pkts: u64,
+    pub corrupt_pkts: u64,
+    /// Per ECN codepoint: not-ECT, ECT(1), ECT(0), CE.
+    pub ecn_pkts: [u64; 4],
+    pub ce_bytes: u64,
+    pub telemetry_pkts: u64,
+    pub overflow_pkts: u64,
+    pub max_qdepth_pkts: u32,
+}
+
+impl RecvFlowRecord {
+    pub const CSV_HEADER: &'static str = "peer,flow_id,seed,size_bytes,bytes,status,reason,first_ns,last_ns,complete_ns,data_pkts,dup_pkts,corrupt_pkts,not_ect_pkts,ect1_pkts,ect0_pkts,ce_pkts,ce_bytes,telemetry_pkts,overflow_pkts,max_qdepth_pkts";
+}
+
+struct RecvFlow {
+    seed: u64,
+    size: Option<u64>,
+    cum: u64,
+    ooo: RangeSet,
+    first_ns: u64,
+    last_ns: u64,
+    complete_ns: Option<u64>,
+    recorded: bool,
+    data_pkts: u64,
+    dup_pkts: u64,
+    corrupt_pkts: u64,
+    ecn_pkts: [u64; 4],
+    ce_bytes: u64,
+    rcvd_bytes: u64,
+    telemetry_pkts: u64,
+    overflow_pkts: u64,
+    max_qdepth_pkts: u32,
+    last_ce: bool,
+    // delayed ACK state
+    pending: u32,
+    pending_since: u64,
+    pend_qdepth: u32,
+    last_ack: Option<Ack>,
+}
+
+impl RecvFlow {
+    fn record(&self, peer: SocketAddr, flow_id: u32, status: RecvStatus) -> RecvFlowRecord {
+        RecvFlowRecord {
+            peer,
+            flow_id,
+            seed: self.seed,
+            size: self.size,
+            bytes: self.cum + self.ooo.total(),
+            first_ns: self.first_ns,
+            last_ns: self.last_ns,
+            complete_ns: self.complete_ns,
+            status,
+            data_pkts: self.data_pkts,
+            dup_pkts: self.dup_pkts,
+            corrupt_pkts: self.corrupt_pkts,
+            ecn_pkts: self.ecn_pkts,
+            ce_bytes: self.ce_bytes,
+            telemetry_pkts: self.telemetry_pkts,
+            overflow_pkts: self.overflow_pkts,
+            max_qdepth_pkts: self.max_qdepth_pkts,
+        }
+    }
+}
+
+type Key = (SocketAddr, u32);
+
+pub struct Receiver {
+    cfg: ReceiverConfig,
+    flows: HashMap<Key, RecvFlow>,
+    /// Keys (with seed) of completed flows that were evicted: late
+    /// retransmissions of them are answered, not mistaken for new flows.
+    tombstones: HashSet<(Key, u64)>,
+    finished: Vec<RecvFlowRecord>,
+    pub stats: ReceiverStats,
+}
+
+/// An ACK to send (bytes in the caller's buffer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AckOut {
+    pub to: SocketAddr,
+    pub len: usize,
+}
+
+impl Receiver {
+    pub fn new(cfg: ReceiverConfig) -> Receiver {
+        Receiver { cfg, flows: HashMap::new(), tombstones: HashSet::new(), finished: Vec::new(), stats: ReceiverStats::default() }
+    }
+
+    pub fn active_flows(&self) -> usize {
+        self.flows.values().filter(|f| f.complete_ns.is_none()).count()
+    }
+
+    /// Handles one datagram received from `from` with IP TOS byte `tos`
+    /// (None if the socket could not tell). Writes an ACK into `ack_buf`
+    /// (>= [`wire::MAX_ACK_LEN`]) when one is due now.
+    pub fn on_datagram(
+        &mut self,
+        now_ns: u64,
+        from: SocketAddr,
+        tos: Option<u8>,
+        buf: &[u8],
+        ack_buf: &mut [u8],
+    ) -> Option<AckOut> {
+        self.stats.datagrams += 1;
+        let pkt = match wire::parse_data(buf) {
+            Ok(p) => p,
+            Err(WireError::Shim(ShimError::TooShort(_) | ShimError::BadVersion(_))) => {
+                self.stats.no_shim += 1;
+                return None;
+            }
+            Err(_) => {
+                self.stats.bad_header += 1;
+                return None;
+            }
+        };
+        let h = pkt.hdr;
+        let key = (from, h.flow_id);
+        if h.ptype == TYPE_ABORT {
+            if let Some(f) = self.flows.get_mut(&key) {
+                if f.seed == h.seed && f.complete_ns.is_none() && !f.recorded {
+                    self.stats.aborts += 1;
+                    let reason = String::from_utf8_lossy(pkt.payload).into_owned();
+                    f.last_ns = now_ns;
+                    f.recorded = true;
+                    let rec = f.record(from, h.flow_id, RecvStatus::Aborted(reason));
+                    self.finished.push(rec);
+                    self.flows.remove(&key);
+                }
+            }
+            return None;
+        }
+        self.stats.data_pkts += 1;
+
+        // find or create the flow
+        let replace = match self.flows.get(&key) {
+            Some(f) => f.seed != h.seed,
+            None => false,
+        };
+        if replace {
+            if let Some(old) = self.flows.remove(&key) {
+                if !old.recorded {
+                    self.finished.push(old.record(from, h.flow_id, RecvStatus::Replaced));
+                }
+            }
+        }
+        if !self.flows.contains_key(&key) {
+            if self.tombstones.contains(&(key, h.seed)) {
+                // late retransmission of a finished flow: answer "complete"
+                let size = if h.flow_size != SIZE_UNKNOWN { h.flow_size } else { h.seq + h.payload_len as u64 };
+                let a = Ack {
+                    flow_id: h.flow_id,
+                    cum_ack: size,
+                    echo_ts_ns: h.send_ts_ns,
+                    echo_tx_seq: h.tx_seq,
+                    flags: AF_COMPLETE | AF_DUP,
+                    ecn: 0,
+                    ce_pkts: 0,
+                    data_pkts: 0,
+                    ce_bytes: 0,
+                    rcvd_bytes: 0,
+                    qdepth_pkts: NO_QDEPTH,
+                    raw_max_qdepth: 0,
+                    depth_unit: 0,
+                    shim_flags: 0,
+                    sacks: vec![],
+                    hops: vec![],
+                };
+                self.stats.acks_sent += 1;
+                return Some(AckOut { to: from, len: a.write(ack_buf) });
+            }
+            if self.flows.len() >= self.cfg.max_flows {
+                self.stats.dropped_limits += 1;
+                return None;
+            }
+            self.flows.insert(
+                key,
+                RecvFlow {
+                    seed: h.seed,
+                    size: None,
+                    cum: 0,
+                    ooo: RangeSet::new(),
+                    first_ns: now_ns,
+                    last_ns: now_ns,
+                    complete_ns: None,
+                    recorded: false,
+                    data_pkts: 0,
+                    dup_pkts: 0,
+                    corrupt_pkts: 0,
+                    ecn_pkts: [0; 4],
+                    ce_bytes: 0,
+                    rcvd_bytes: 0,
+                    telemetry_pkts: 0,
+                    overflow_pkts: 0,
+                    max_qdepth_pkts: 0,
+                    last_ce: false,
+                    pending: 0,
+                    pending_since: 0,
+                    pend_qdepth: 0,
+                    last_ack: None,
+                },
+            );
+        }
+        let cfg = &self.cfg;
+        let f = self.flows.get_mut(&key)?;
+        f.last_ns = now_ns;
+
+        // size: first announcement wins; a segment beyond it is malformed
+        if h.flow_size != SIZE_UNKNOWN && f.size.is_none() {
+            f.size = Some(h.flow_size);
+        }
+        let end = h.seq + h.payload_len as u64;
+        if let Some(sz) = f.size {
+            if end > sz {
+                self.stats.bad_header += 1;
+                return None;
+            }
+        }
+
+        f.data_pkts += 1;
+        let ecn = tos.map(|t| t & 0x3).unwrap_or(0);
+        f.ecn_pkts[ecn as usize] += 1;
+        let ce = ecn == 3;
+        f.rcvd_bytes += h.payload_len as u64;
+        if ce {
+            f.ce_bytes += h.payload_len as u64;
+        }
+        let shim = pkt.shim;
+        let has_tel = shim.hop_count > 0 || shim.max_qdepth > 0;
+        let qd = shim.max_qdepth_packets(cfg.depth_pkt_bytes);
+        if has_tel {
+            f.telemetry_pkts += 1;
+            f.max_qdepth_pkts = f.max_qdepth_pkts.max(qd);
+        }
+        if shim.overflow() {
+            f.overflow_pkts += 1;
+        }
+
+        // verify and insert
+        let mut corrupt = false;
+        let mut dup = false;
+        let mut out_of_order = false;
+        if h.payload_len > 0 {
+            if !payload::verify(f.seed, h.seq, pkt.payload) {
+                corrupt = true;
+                f.corrupt_pkts += 1;
+                self.stats.corrupt_pkts += 1;
+            } else if end <= f.cum {
+                dup = true;
+            } else if h.seq <= f.cum {
+                let had_holes = !f.ooo.is_empty();
+                f.cum = end;
+                while let Some((_, e)) = f.ooo.pop_first_if_starts_by(f.cum) {
+                    f.cum = f.cum.max(e);
+                }
+                out_of_order = had_holes; // filled a hole: ACK at once
+            } else {
+                if f.ooo.len() >= cfg.max_ranges_per_flow && f.ooo.containing(h.seq).is_none() {
+                    self.stats.dropped_limits += 1;
+                    return None;
+                }
+                let newly = f.ooo.insert(h.seq, end);
+                dup = newly == 0;
+                out_of_order = true;
+            }
+            if dup {
+                f.dup_pkts += 1;
+            }
+        }
+        let mut completed_now = false;
+        if let Some(sz) = f.size {
+            if f.cum >= sz && f.complete_ns.is_none() {
+                f.complete_ns = Some(now_ns);
+                completed_now = true;
+            }
+        }
+        if completed_now && !f.recorded {
+            f.recorded = true;
+            self.finished.push(f.record(from, h.flow_id, RecvStatus::Complete));
+        }
+
+        // ACK decision
+        let ce_changed = ce != f.last_ce;
+        f.last_ce = ce;
+        f.pend_qdepth = if has_tel { f.pend_qdepth.max(qd) } else { f.pend_qdepth };
+        f.pending += 1;
+        let immediate = f.pending >= cfg.ack_every
+            || out_of_order
+            || dup
+            || corrupt
+            || ce_changed
+            || completed_now
+            || f.complete_ns.is_some()
+            || h.flags & DF_PROBE != 0
+            || h.payload_len == 0;
+        let mut flags = 0;
+        if f.complete_ns.is_some() {
+            flags |= AF_COMPLETE;
+        }
+        if ce {
+            flags |= AF_CE;
+        }
+        if has_tel {
+            flags |= AF_TELEMETRY;
+        }
+        if dup {
+            flags |= AF_DUP;
+        }
+        if corrupt {
+            flags |= AF_CORRUPT;
+        }
+        // SACK blocks: the block holding this segment first, then the
+        // lowest others
+        let mut sacks = Vec::new();
+        let first = f.ooo.containing(h.seq);
+        if let Some((a, b)) = first {
+            sacks.push(SackBlock { start: a, end: b });
+        }
+        for (a, b) in f.ooo.iter() {
+            if sacks.len() >= cfg.max_sack_blocks.min(wire::MAX_SACK_BLOCKS) {
+                break;
+            }
+            if Some((a, b)) != first {
+                sacks.push(SackBlock { start: a, end: b });
+            }
+        }
+        let hops: Vec<HopRecord> = shim.hops().to_vec();
+        let pend_q = f.pend_qdepth;
+        let ack = Ack {
+            flow_id: h.flow_id,
+            cum_ack: f.cum,
+            echo_ts_ns: h.send_ts_ns,
+            echo_tx_seq: h.tx_seq,
+            flags,
+            ecn,
+            ce_pkts: f.ecn_pkts[3].min(u32::MAX as u64) as u32,
+            data_pkts: f.data_pkts.min(u32::MAX as u64) as u32,
+            ce_bytes: f.ce_bytes,
+            rcvd_bytes: f.rcvd_bytes,
+            qdepth_pkts: if has_tel || pend_q > 0 { pend_q.max(qd) } else { NO_QDEPTH },
+            raw_max_qdepth: shim.max_qdepth,
+            depth_unit: shim.depth_unit.as_u8(),
+            shim_flags: shim.flags,
+            sacks,
+            hops,
+        };
+        if immediate {
+            f.pending = 0;
+            f.pend_qdepth = 0;
+            f.last_ack = None;
+            self.stats.acks_sent += 1;
+            Some(AckOut { to: from, len: ack.write(ack_buf) })
+        } else {
+            if f.pending == 1 {
+                f.pending_since = now_ns;
+            }
+            f.last_ack = Some(ack);
+            None
+        }
+    }
+
+    /// Earliest time [`Receiver::poll_timers`] has work (delayed ACKs; idle
+    /// flows are checked at least every 100 ms).
+    pub fn next_timer(&self, now_ns: u64) -> u64 {
+        let mut t = now_ns + 100_000_000;
+        for f in self.flows.values() {
+            if f.last_ack.is_some() {
+                t = t.min(f.pending_since + self.cfg.delayed_ack_ns);
+            }
+        }
+        t
+    }
+
+    /// Sends due delayed ACKs through `send` and closes idle flows.
+    pub fn poll_timers(&mut self, now_ns: u64, ack_buf: &mut [u8], mut send: impl FnMut(SocketAddr, &[u8])) {
+        let mut expired = Vec::new();
+        for (key, f) in self.flows.iter_mut() {
+            if f.last_ack.is_some() && now_ns >= f.pending_since + self.cfg.delayed_ack_ns {
+                if let Some(a) = f.last_ack.take() {
+                    let n = a.write(ack_buf);
+                    send(key.0, &ack_buf[..n]);
+                    self.stats.acks_sent += 1;
+                }
+                f.pending = 0;
+                f.pend_qdepth = 0;
+            }
+            let idle = now_ns.saturating_sub(f.last_ns);
+            if f.complete_ns.is_some() {
+                if idle >= self.cfg.linger_ns {
+                    expired.push(*key);
+                }
+            } else if idle >= self.cfg.idle_timeout_ns {
+                expired.push(*key);
+            }
+        }
+        for key in expired {
+            if let Some(f) = self.flows.remove(&key) {
+                if f.complete_ns.is_some() {
+                    if self.tombstones.len() > 1_000_000 {
+                        self.tombstones.clear();
+                    }
+                    self.tombstones.insert((key, f.seed));
+                } else if !f.recorded {
+                    self.finished.push(f.record(key.0, key.1, RecvStatus::Timeout));
+                }
+            }
+        }
+    }
+
+    /// Records every unfinished flow as incomplete (receiver shutdown).
+    pub fn close_all(&mut self) {
+        for (key, f) in self.flows.drain() {
+            if !f.recorded {
+                self.finished.push(f.record(key.0, key.1, RecvStatus::Incomplete));
+            }
+        }
+    }
+
+    pub fn take_finished(&mut self) -> Vec<RecvFlowRecord> {
+        std::mem::take(&mut self.finished)
+    }
+}

@@ -1,0 +1,894 @@
+//! One flow's sender: segmentation, scoreboard, loss detection (SACK
+//! dupthresh + RACK-style time rule), RTO with exponential backoff,
+//! retransmission, pacing, and the congestion-control hooks.
+//!
+//! The datapath calls, in any order and as often as it likes:
+//! * [`FlowSender::poll_transmit`] to get the next datagram (or learn why
+//!   not and until when),
+//! * [`FlowSender::on_ack`] with each parsed ACK of this flow,
+//! * [`FlowSender::on_timer`] whenever [`FlowSender::next_timer`] is due.
+
+use crate::payload;
+use crate::wire::{
+    self, Ack, DataHeader, DATA_HDR_LEN, DF_PROBE, DF_RETX, IP_UDP_OVERHEAD, SIZE_UNKNOWN, TYPE_ABORT, TYPE_DATA,
+};
+use cc::{AckSample, CongestionControl};
+use std::collections::{BTreeSet, VecDeque};
+use telemetry::shim::{HopRecord, SHIM_FIXED_LEN};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SenderConfig {
+    /// Payload bytes per packet (<= [`wire::MAX_PAYLOAD_1500`] for a 1500 MTU path).
+    pub mss: usize,
+    pub init_rto_ns: u64,
+    pub min_rto_ns: u64,
+    pub max_rto_ns: u64,
+    /// The flow fails ("peer gone") after this long without any ACK that
+    /// delivers new data (and without any ACK at all when nothing was ever acked).
+    pub give_up_ns: u64,
+    /// Segments SACKed above a never-retransmitted hole that declare it lost.
+    pub dupthresh: u32,
+    /// Upper bound on the pacing rate (bits/s, IP bytes); also paces
+    /// window-based algorithms when set.
+    pub pace_cap_bps: Option<u64>,
+    /// In-flight limit used when the algorithm has no window (rate-only).
+    pub max_inflight_bytes: u64,
+    /// Period of `on_tick` calls.
+    pub tick_ns: u64,
+    /// How losses reach the algorithm; see [`LossReport`].
+    pub loss_report: LossReport,
+    /// Largest burst (packets) a late pacer may send back to back.
+    pub pace_max_burst: u32,
+}
+
+impl Default for SenderConfig {
+    fn default() -> Self {
+        SenderConfig {
+            mss: wire::MAX_PAYLOAD_1500,
+            init_rto_ns: 200_000_000,
+            min_rto_ns: 20_000_000,
+            max_rto_ns: 2_000_000_000,
+            give_up_ns: 10_000_000_000,
+            dupthresh: 3,
+            pace_cap_bps: None,
+            max_inflight_bytes: 64 << 20,
+            tick_ns: 1_000_000,
+            loss_report: LossReport::Every,
+            pace_max_burst: 1,
+        }
+    }
+}
+
+/// How detected losses are reported through `CongestionControl::on_loss`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LossReport {
+    /// Once per recovery episode (TCP semantics: the first loss detected in
+    /// a window; the episode ends when everything outstanding at its start
+    /// is acknowledged). Losses found during the episode are not reported.
+    PerEpisode,
+    /// Every batch of newly detected losses, as it is detected (the
+    /// default: the algorithms of crate `cc` keep their own recovery state
+    /// from `on_send`/`on_ack`, cutting once per window).
+    Every,
+    /// `PerEpisode` for window-based algorithms (cwnd is `Some` at start),
+    /// `Every` for rate-only ones (they keep loss statistics).
+    Auto,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowSize {
+    Bytes(u64),
+    /// A long flow: sends until [`FlowSender::stop`].
+    Unbounded,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FailReason {
+    /// No ACK progress for `give_up_ns`.
+    PeerGone { silent_ns: u64, rtos: u32, ever_acked: bool },
+    /// Stopped locally (SIGINT, end of experiment) before completion.
+    Interrupted,
+}
+
+impl FailReason {
+    pub fn status(&self) -> &'static str {
+        match self {
+            FailReason::PeerGone { ever_acked: false, .. } => "no-receiver",
+            FailReason::PeerGone { .. } => "peer-gone",
+            FailReason::Interrupted => "interrupted",
+        }
+    }
+    pub fn describe(&self) -> String {
+        match self {
+            FailReason::PeerGone { silent_ns, rtos, ever_acked: false } => format!(
+                "no ACK ever received ({} ms, {} RTOs): is a receiver listening?",
+                silent_ns / 1_000_000,
+                rtos
+            ),
+            FailReason::PeerGone { silent_ns, rtos, .. } => {
+                format!("no ACK progress for {} ms after {} RTOs", silent_ns / 1_000_000, rtos)
+            }
+            FailReason::Interrupted => "stopped before completion".to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FlowState {
+    Running,
+    Complete { end_ns: u64 },
+    Failed { end_ns: u64, reason: FailReason },
+}
+
+/// Result of [`FlowSender::poll_transmit`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transmit {
+    /// A datagram of `len` bytes was written to the buffer.
+    Packet(TxInfo),
+    /// The pacer holds the next packet until this time.
+    Paced(u64),
+    /// Window full (or nothing to send): wait for an ACK or a timer.
+    Blocked,
+    /// The flow is over.
+    Done,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxInfo {
+    pub len: usize,
+    pub seq: u64,
+    pub payload_len: usize,
+    pub retransmission: bool,
+    /// Set when this packet was held by the pacer: the gap the pacer
+    /// targeted since the previous packet of this flow.
+    pub paced_gap_ns: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SenderStats {
+    pub pkts_sent: u64,
+    pub bytes_sent: u64,
+    pub retx_pkts: u64,
+    pub retx_bytes: u64,
+    pub rto_count: u32,
+    pub loss_events: u32,
+    pub lost_pkts_detected: u64,
+    pub acks: u64,
+    pub bad_acks: u64,
+    pub ce_bytes: u64,
+    pub rtt_samples: u64,
+    pub rtt_sum_ns: u128,
+    pub min_rtt_ns: u64,
+    pub max_qdepth_pkts: u32,
+}
+
+/// What one ACK did (for logging).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AckOutcome {
+    pub newly_acked: u64,
+    pub rtt_ns: Option<u64>,
+    pub qdepth_pkts: Option<u32>,
+    pub newly_lost: u64,
+    pub cwnd_bytes: Option<u64>,
+    pub rate_bps: Option<u64>,
+    pub inflight: u64,
+    pub hops: Vec<HopRecord>,
+    pub completed: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Seg {
+    seq: u64,
+    len: u32,
+    sent_ns: u64,
+    retx: u16,
+    sacked: bool,
+    lost: bool,
+    in_flight: bool,
+}
+
+pub struct FlowSender {
+    pub flow_id: u32,
+    pub seed: u64,
+    cfg: SenderConfig,
+    cc: Box<dyn CongestionControl>,
+    size: FlowSize,
+    /// Size once known (Bytes, or Unbounded after stop).
+    final_size: Option<u64>,
+    state: FlowState,
+    start_ns: u64,
+
+    snd_una: u64,
+    snd_nxt: u64,
+    segs: VecDeque<Seg>,
+    lost_queue: BTreeSet<u64>,
+    inflight: u64,
+    sacked_segs: u32,
+    high_sacked_end: u64,
+    tx_seq: u32,
+
+    // RTT / RTO
+    srtt_ns: Option<u64>,
+    rttvar_ns: u64,
+    min_rtt_ns: Option<u64>,
+    rto_ns: u64,
+    backoff: u32,
+    rto_deadline: Option<u64>,
+    last_progress_ns: u64,
+    ever_acked: bool,
+    rack_ts_ns: u64,
+
+    // recovery
+    in_recovery: bool,
+    recovery_end: u64,
+    loss_every: bool,
+
+    // ECN
+    last_ce_bytes: u64,
+    ce_pending: u64,
+
+    // pacing
+    next_send_ns: u64,
+    last_gap_ns: u64,
+    pace_held: bool,
+
+    next_tick_ns: u64,
+    need_probe: bool,
+
+    pub stats: SenderStats,
+}
+
+impl FlowSender {
+    pub fn new(
+        flow_id: u32,
+        seed: u64,
+        size: FlowSize,
+        cc: Box<dyn CongestionControl>,
+        cfg: SenderConfig,
+        now_ns: u64,
+    ) -> FlowSender {
+        let loss_every = match cfg.loss_report {
+            LossReport::Every => true,
+            LossReport::PerEpisode => false,
+            LossReport::Auto => cc.cwnd_bytes().is_none(),
+        };
+        let final_size = match size {
+            FlowSize::Bytes(n) => Some(n),
+            FlowSize::Unbounded => None,
+        };
+        let mut cfg = cfg;
+        cfg.mss = cfg.mss.clamp(1, u16::MAX as usize);
+        FlowSender {
+            flow_id,
+            seed,
+            rto_ns: cfg.init_rto_ns,
+            next_tick_ns: now_ns + cfg.tick_ns,
+            cfg,
+            cc,
+            size,
+            final_size,
+            state: FlowState::Running,
+            start_ns: now_ns,
+            snd_una: 0,
+            snd_nxt: 0,
+            segs: VecDeque::new(),
+            lost_queue: BTreeSet::new(),
+            inflight: 0,
+            sacked_segs: 0,
+            high_sacked_end: 0,
+            tx_seq: 0,
+            srtt_ns: None,
+            rttvar_ns: 0,
+            min_rtt_ns: None,
+            backoff: 1,
+            rto_deadline: None,
+            last_progress_ns: now_ns,
+            ever_acked: false,
+            rack_ts_ns: 0,
+            in_recovery: false,
+            recovery_end: 0,
+            loss_every,
+            last_ce_bytes: 0,
+            ce_pending: 0,
+            next_send_ns: 0,
+            last_gap_ns: 0,
+            pace_held: false,
+            need_probe: final_size == Some(0),
+            stats: SenderStats::default(),
+        }
+    }
+
+    pub fn state(&self) -> &FlowState {
+        &self.state
+    }
+    pub fn is_done(&self) -> bool {
+        self.state != FlowState::Running
+    }
+    pub fn start_ns(&self) -> u64 {
+        self.start_ns
+    }
+    pub fn size(&self) -> FlowSize {
+        self.size
+    }
+    /// Bytes acknowledged cumulatively.
+    pub fn acked_bytes(&self) -> u64 {
+        self.snd_una
+    }
+    pub fn inflight(&self) -> u64 {
+        self.inflight
+    }
+    pub fn srtt_ns(&self) -> Option<u64> {
+        self.srtt_ns
+    }
+    pub fn cc(&self) -> &dyn CongestionControl {
+        self.cc.as_ref()
+    }
+    pub fn cc_name(&self) -> &'static str {
+        self.cc.name()
+    }
+
+    /// Effective pacing rate (bits/s of IP packets), if paced.
+    pub fn pacing_rate(&self) -> Option<u64> {
+        let r = match (self.cc.pacing_rate_bps(), self.cfg.pace_cap_bps) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        r.map(|r| r.max(10_000))
+    }
+
+    fn window(&self) -> u64 {
+        self.cc.cwnd_bytes().unwrap_or(self.cfg.max_inflight_bytes).min(self.cfg.max_inflight_bytes)
+    }
+
+    fn header(&self, seq: u64, len: usize, now_ns: u64, flags: u8) -> DataHeader {
+        DataHeader {
+            ptype: TYPE_DATA,
+            flow_id: self.flow_id,
+            seq,
+            flow_size: self.final_size.unwrap_or(SIZE_UNKNOWN),
+            seed: self.seed,
+            send_ts_ns: now_ns,
+            tx_seq: self.tx_seq,
+            payload_len: len as u16,
+            flags,
+        }
+    }
+
+    /// Datagram size of a packet with `payload` bytes as the sender emits it.
+    pub fn datagram_len(payload: usize) -> usize {
+        SHIM_FIXED_LEN + DATA_HDR_LEN + payload
+    }
+
+    /// Stops a long flow: no new data; the flow completes when everything
+    /// sent so far is acknowledged. A sized flow is failed as interrupted.
+    pub fn stop(&mut self, now_ns: u64) {
+        if self.is_done() {
+            return;
+        }
+        match self.size {
+            FlowSize::Unbounded => {
+                if self.final_size.is_none() {
+                    self.final_size = Some(self.snd_nxt);
+                    // a zero-length probe announces the final size at once
+                    // (retransmissions carry it too); the RTO repeats it
+                    // until the receiver confirms completion
+                    self.need_probe = true;
+                }
+            }
+            FlowSize::Bytes(_) => self.fail(now_ns, FailReason::Interrupted),
+        }
+    }
+
+    /// Ends the flow now (e.g. SIGINT); the datapath may send
+    /// [`FlowSender::write_abort`] to tell the receiver.
+    pub fn abort(&mut self, now_ns: u64) {
+        if !self.is_done() {
+            self.fail(now_ns, FailReason::Interrupted);
+        }
+    }
+
+    fn fail(&mut self, now_ns: u64, reason: FailReason) {
+        self.state = FlowState::Failed { end_ns: now_ns, reason };
+        self.rto_deadline = None;
+    }
+
+    /// An ABORT packet (shim + header + reason text) for the receiver.
+    pub fn write_abort(&self, now_ns: u64, reason: &str, out: &mut [u8]) -> usize {
+        let r = reason.as_bytes();
+        let n = r.len().min(200).min(out.len().saturating_sub(SHIM_FIXED_LEN + DATA_HDR_LEN));
+        let mut h = self.header(self.snd_nxt, n, now_ns, 0);
+        h.ptype = TYPE_ABORT;
+        let o = wire::write_data_prefix(&h, out);
+        out[o..o + n].copy_from_slice(&r[..n]);
+        o + n
+    }
+
+    fn seg_index(&self, seq: u64) -> Option<usize> {
+        let i = self.segs.partition_point(|s| s.seq < seq);
+        (i < self.segs.len() && self.segs[i].seq == seq).then_some(i)
+    }
+
+    fn arm_rto(&mut self, now_ns: u64) {
+        let rto = (self.rto_ns.saturating_mul(self.backoff as u64)).min(self.cfg.max_rto_ns);
+        self.rto_deadline = Some(now_ns + rto);
+    }
+
+    /// Builds the next datagram into `out` (>= 1472 bytes) if the window and
+    /// the pacer allow.
+    pub fn poll_transmit(&mut self, now_ns: u64, out: &mut [u8]) -> Transmit {
+        if self.is_done() {
+            return Transmit::Done;
+        }
+        // what would we send?
+        let retx = self.lost_queue.first().copied();
+        let new_len = match self.final_size {
+            Some(sz) => sz.saturating_sub(self.snd_nxt).min(self.cfg.mss as u64) as usize,
+            None => self.cfg.mss,
+        };
+        let probe = retx.is_none() && new_len == 0 && self.need_probe;
+        if retx.is_none() && new_len == 0 && !probe {
+            self.pace_held = false;
+            return Transmit::Blocked;
+        }
+        let len = match retx {
+            Some(seq) => match self.seg_index(seq) {
+                Some(i) => self.segs[i].len as usize,
+                None => {
+                    self.lost_queue.remove(&seq);
+                    return self.poll_transmit(now_ns, out);
+                }
+            },
+            None => new_len,
+        };
+        // window (a probe is always allowed)
+        if !probe && self.inflight > 0 && self.inflight + len as u64 > self.window() {
+            self.pace_held = false;
+            return Transmit::Blocked;
+        }
+        // pacer
+        let rate = self.pacing_rate();
+        let mut paced_gap = None;
+        if let Some(_rate) = rate {
+            if now_ns < self.next_send_ns {
+                self.pace_held = true;
+                return Transmit::Paced(self.next_send_ns);
+            }
+            if self.pace_held {
+                paced_gap = Some(self.last_gap_ns);
+            }
+        }
+        self.pace_held = false;
+
+        let dlen = Self::datagram_len(len);
+        if out.len() < dlen {
+            return Transmit::Blocked;
+        }
+        let (seq, flags) = match retx {
+            Some(seq) => (seq, DF_RETX),
+            None if probe => (self.snd_nxt, DF_PROBE),
+            None => (self.snd_nxt, 0),
+        };
+        let hdr = self.header(seq, len, now_ns, flags);
+        let o = wire::write_data_prefix(&hdr, out);
+        payload::fill(self.seed, seq, &mut out[o..o + len]);
+        self.tx_seq = self.tx_seq.wrapping_add(1);
+
+        if let Some(seq) = retx {
+            self.lost_queue.remove(&seq);
+            if let Some(i) = self.seg_index(seq) {
+                let s = &mut self.segs[i];
+                s.sent_ns = now_ns;
+                s.retx = s.retx.saturating_add(1);
+                s.lost = false;
+                s.in_flight = true;
+                self.inflight += len as u64;
+            }
+            self.stats.retx_pkts += 1;
+            self.stats.retx_bytes += len as u64;
+        } else if probe {
+            self.need_probe = false;
+        } else {
+            self.segs.push_back(Seg {
+                seq,
+                len: len as u32,
+                sent_ns: now_ns,
+                retx: 0,
+                sacked: false,
+                lost: false,
+                in_flight: true,
+            });
+            self.snd_nxt += len as u64;
+            self.inflight += len as u64;
+        }
+        self.stats.pkts_sent += 1;
+        self.stats.bytes_sent += len as u64;
+        if self.rto_deadline.is_none() {
+            self.arm_rto(now_ns);
+        }
+        self.cc.on_send(now_ns, len as u64);
+
+        if let Some(rate) = rate {
+            let wire_bytes = (dlen + IP_UDP_OVERHEAD) as u64;
+            let gap = (wire_bytes as u128 * 8 * 1_000_000_000 / rate as u128) as u64;
+            // keep the schedule while less than `pace_max_burst` gaps late;
+            // otherwise restart it from now (no catch-up burst)
+            let slack = gap * self.cfg.pace_max_burst.max(1) as u64;
+            self.next_send_ns = if now_ns > self.next_send_ns + slack || self.next_send_ns == 0 {
+                now_ns + gap
+            } else {
+                self.next_send_ns + gap
+            };
+            self.last_gap_ns = gap;
+        }
+        Transmit::Packet(TxInfo {
+            len: dlen,
+            seq,
+            payload_len: len,
+            retransmission: retx.is_some(),
+            paced_gap_ns: paced_gap,
+        })
+    }
+
+    fn update_rtt(&mut self, rtt: u64) {
+        self.stats.rtt_samples += 1;
+        self.stats.rtt_sum_ns += rtt as u128;
+        self.min_rtt_ns = Some(self.min_rtt_ns.map_or(rtt, |m| m.min(rtt)));
+        self.stats.min_rtt_ns = self.min_rtt_ns.unwrap_or(0);
+        match self.srtt_ns {
+            None => {
+                self.srtt_ns = Some(rtt);
+                self.rttvar_ns = rtt / 2;
+            }
+            Some(srtt) => {
+                let err = srtt.abs_diff(rtt);
+                self.rttvar_ns = (3 * self.rttvar_ns + err) / 4;
+                self.srtt_ns = Some((7 * srtt + rtt) / 8);
+            }
+        }
+        let srtt = self.srtt_ns.unwrap_or(rtt);
+        self.rto_ns = (srtt + 4 * self.rttvar_ns.max(1_000)).clamp(self.cfg.min_rto_ns, self.cfg.max_rto_ns);
+    }
+
+    /// Marks the segment at index `i` delivered (cum-acked or SACKed);
+    /// returns its length if it was not delivered before.
+    fn deliver(&mut self, i: usize) -> u64 {
+        let s = &mut self.segs[i];
+        if s.sacked {
+            return 0;
+        }
+        s.sacked = true;
+        if s.in_flight {
+            s.in_flight = false;
+            self.inflight -= s.len as u64;
+        }
+        if s.lost {
+            s.lost = false;
+            self.lost_queue.remove(&s.seq);
+        }
+        s.len as u64
+    }
+
+    /// Processes an ACK of this flow.
+    pub fn on_ack(&mut self, now_ns: u64, ack: &Ack) -> AckOutcome {
+        let mut out = AckOutcome::default();
+        if self.is_done() {
+            return out;
+        }
+        if ack.cum_ack > self.snd_nxt || ack.sacks.iter().any(|b| b.end > self.snd_nxt) {
+            self.stats.bad_acks += 1;
+            return out;
+        }
+        self.stats.acks += 1;
+        self.ever_acked = true;
+        let mut newly = 0u64;
+        let mut pkts = 0u32;
+
+        // cumulative part
+        while let Some(front) = self.segs.front() {
+            if front.seq + front.len as u64 > ack.cum_ack {
+                break;
+            }
+            let was_sacked = front.sacked;
+            let n = self.deliver(0);
+            if n > 0 {
+                newly += n;
+                pkts += 1;
+            }
+            if was_sacked {
+                self.sacked_segs = self.sacked_segs.saturating_sub(1);
+            }
+            self.segs.pop_front();
+        }
+        if ack.cum_ack > self.snd_una {
+            self.snd_una = ack.cum_ack;
+        }
+        // selective part
+        for b in &ack.sacks {
+            let start = b.start.max(self.snd_una);
+            if b.end <= start {
+                continue;
+            }
+            let mut i = self.segs.partition_point(|s| s.seq < start);
+            while i < self.segs.len() && self.segs[i].seq + self.segs[i].len as u64 <= b.end {
+                let n = self.deliver(i);
+                if n > 0 {
+                    newly += n;
+                    pkts += 1;
+                    self.sacked_segs += 1;
+                    self.high_sacked_end = self.high_sacked_end.max(self.segs[i].seq + n);
+                }
+                i += 1;
+            }
+        }
+
+        // RTT from the echoed timestamp of the packet that triggered the ACK
+        let rtt = (ack.echo_ts_ns >= self.start_ns && ack.echo_ts_ns <= now_ns).then(|| now_ns - ack.echo_ts_ns);
+        if let Some(r) = rtt {
+            self.update_rtt(r);
+            self.rack_ts_ns = self.rack_ts_ns.max(ack.echo_ts_ns);
+        }
+
+        if newly > 0 {
+            self.last_progress_ns = now_ns;
+            self.backoff = 1;
+            if self.segs.is_empty() && self.final_size.is_none() {
+                // a long flow with nothing outstanding: nothing to time out
+                self.rto_deadline = None;
+            } else {
+                self.arm_rto(now_ns);
+            }
+        }
+        if self.in_recovery && self.snd_una >= self.recovery_end {
+            self.in_recovery = false;
+        }
+
+        // loss detection
+        let lost = self.detect_losses();
+
+        // ECN: cumulative CE byte counter, attributed to acked bytes
+        if ack.ce_bytes > self.last_ce_bytes {
+            self.ce_pending += ack.ce_bytes - self.last_ce_bytes;
+            self.stats.ce_bytes += ack.ce_bytes - self.last_ce_bytes;
+            self.last_ce_bytes = ack.ce_bytes;
+        }
+        let ce = self.ce_pending.min(newly);
+        self.ce_pending -= ce;
+
+        let qd = ack.qdepth();
+        if let Some(q) = qd {
+            self.stats.max_qdepth_pkts = self.stats.max_qdepth_pkts.max(q);
+        }
+        let sample = AckSample {
+            now_ns,
+            acked_bytes: newly,
+            ce_bytes: ce,
+            rtt_ns: rtt,
+            path_qdepth_pkts: qd,
+            inflight_bytes: self.inflight,
+            acked_pkts: pkts,
+        };
+        self.cc.on_ack(&sample);
+        if lost > 0 {
+            self.stats.lost_pkts_detected += 1;
+            if self.loss_every || !self.in_recovery {
+                self.stats.loss_events += 1;
+                self.cc.on_loss(now_ns, lost);
+            }
+            if !self.in_recovery {
+                self.in_recovery = true;
+                self.recovery_end = self.snd_nxt;
+            }
+        }
+
+        // completion
+        if let Some(sz) = self.final_size {
+            if ack.complete() && ack.cum_ack >= sz && self.snd_una >= sz {
+                self.state = FlowState::Complete { end_ns: now_ns };
+                self.rto_deadline = None;
+                out.completed = true;
+            }
+        }
+        out.newly_acked = newly;
+        out.rtt_ns = rtt;
+        out.qdepth_pkts = qd;
+        out.newly_lost = lost;
+        out.cwnd_bytes = self.cc.cwnd_bytes();
+        out.rate_bps = self.pacing_rate();
+        out.inflight = self.inflight;
+        out.hops = ack.hops.clone();
+        out
+    }
+
+    /// Declares holes lost: a never-retransmitted segment with >= dupthresh
+    /// SACKed segments above it, or any segment sent more than a reordering
+    /// window before the newest delivered transmission (RACK). Returns the
+    /// bytes newly marked lost.
+    fn detect_losses(&mut self) -> u64 {
+        if self.sacked_segs == 0 || self.segs.is_empty() {
+            return 0;
+        }
+        let reo_wnd = self.min_rtt_ns.map_or(1_000_000, |m| (m / 4).max(50_000));
+        let top = self.segs.partition_point(|s| s.seq < self.high_sacked_end);
+        let mut sacked_above = 0u32;
+        let mut lost = 0u64;
+        for i in (0..top.min(self.segs.len())).rev() {
+            let s = &mut self.segs[i];
+            if s.sacked {
+                sacked_above += 1;
+                continue;
+            }
+            if s.lost || !s.in_flight {
+                continue;
+            }
+            let by_count = s.retx == 0 && sacked_above >= self.cfg.dupthresh;
+            let by_time = s.sent_ns + reo_wnd < self.rack_ts_ns;
+            if by_count || by_time {
+                s.lost = true;
+                s.in_flight = false;
+                self.inflight -= s.len as u64;
+                self.lost_queue.insert(s.seq);
+                lost += s.len as u64;
+            }
+        }
+        lost
+    }
+
+    /// Next time [`FlowSender::on_timer`] wants to run.
+    pub fn next_timer(&self) -> Option<u64> {
+        if self.is_done() {
+            return None;
+        }
+        Some(match self.rto_deadline {
+            Some(d) => d.min(self.next_tick_ns),
+            None => self.next_tick_ns,
+        })
+    }
+
+    /// RTO and periodic tick.
+    pub fn on_timer(&mut self, now_ns: u64) {
+        if self.is_done() {
+            return;
+        }
+        if now_ns >= self.next_tick_ns {
+            self.cc.on_tick(now_ns);
+            self.next_tick_ns = now_ns + self.cfg.tick_ns;
+        }
+        let Some(deadline) = self.rto_deadline else { return };
+        if now_ns < deadline {
+            return;
+        }
+        let silent = now_ns - self.last_progress_ns;
+        if silent >= self.cfg.give_up_ns {
+            let reason = FailReason::PeerGone { silent_ns: silent, rtos: self.stats.rto_count, ever_acked: self.ever_acked };
+            self.fail(now_ns, reason);
+            return;
+        }
+        self.stats.rto_count += 1;
+        self.backoff = (self.backoff * 2).min(64);
+        // everything not SACKed is presumed lost
+        for s in self.segs.iter_mut() {
+            if !s.sacked && !s.lost {
+                if s.in_flight {
+                    s.in_flight = false;
+                    self.inflight -= s.len as u64;
+                }
+                s.lost = true;
+                self.lost_queue.insert(s.seq);
+            }
+        }
+        if self.segs.is_empty() && self.final_size.is_some() {
+            self.need_probe = true;
+        }
+        self.in_recovery = true;
+        self.recovery_end = self.snd_nxt;
+        self.cc.on_rto(now_ns);
+        self.next_send_ns = 0;
+        self.arm_rto(now_ns);
+    }
+
+    /// Earliest time the datapath should call us again (pacing deadline,
+    /// RTO or tick), given the last `poll_transmit` result.
+    pub fn wakeup(&self, last: &Transmit) -> Option<u64> {
+        let t = self.next_timer();
+        match last {
+            Transmit::Paced(at) => Some(t.map_or(*at, |t| t.min(*at))),
+            Transmit::Done => None,
+            _ => t,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixed(u64);
+    impl CongestionControl for Fixed {
+        fn name(&self) -> &'static str {
+            "fixed"
+        }
+        fn on_ack(&mut self, _: &AckSample) {}
+        fn on_loss(&mut self, _: u64, _: u64) {}
+        fn on_rto(&mut self, _: u64) {}
+        fn cwnd_bytes(&self) -> Option<u64> {
+            Some(self.0)
+        }
+        fn pacing_rate_bps(&self) -> Option<u64> {
+            None
+        }
+    }
+
+    fn ack(cum: u64, sacks: &[(u64, u64)], echo: u64, complete: bool) -> Ack {
+        Ack {
+            flow_id: 1,
+            cum_ack: cum,
+            echo_ts_ns: echo,
+            echo_tx_seq: 0,
+            flags: if complete { wire::AF_COMPLETE } else { 0 },
+            ecn: 0,
+            ce_pkts: 0,
+            data_pkts: 0,
+            ce_bytes: 0,
+            rcvd_bytes: 0,
+            qdepth_pkts: wire::NO_QDEPTH,
+            raw_max_qdepth: 0,
+            depth_unit: 0,
+            shim_flags: 0,
+            sacks: sacks.iter().map(|&(start, end)| wire::SackBlock { start, end }).collect(),
+            hops: vec![],
+        }
+    }
+
+    #[test]
+    fn window_and_sack_loss_detection() {
+        let cfg = SenderConfig { mss: 100, ..Default::default() };
+        let mut s = FlowSender::new(1, 5, FlowSize::Bytes(1000), Box::new(Fixed(500)), cfg, 1);
+        let mut buf = vec![0u8; 2000];
+        let mut sent = vec![];
+        while let Transmit::Packet(t) = s.poll_transmit(10, &mut buf) {
+            sent.push(t.seq);
+        }
+        assert_eq!(sent, vec![0, 100, 200, 300, 400]);
+        assert_eq!(s.inflight(), 500);
+        // segment 0 lost; 100..400 SACKed -> dupthresh declares 0 lost
+        s.on_ack(1000, &ack(0, &[(100, 400)], 12, false));
+        assert_eq!(s.lost_queue.len(), 1);
+        match s.poll_transmit(1001, &mut buf) {
+            Transmit::Packet(t) => {
+                assert_eq!(t.seq, 0);
+                assert!(t.retransmission);
+            }
+            other => panic!("{other:?}"),
+        }
+        // bogus ACK beyond snd_nxt is ignored
+        s.on_ack(1002, &ack(10_000, &[], 0, false));
+        assert_eq!(s.stats.bad_acks, 1);
+        s.on_ack(2000, &ack(500, &[], 1001, false));
+        assert_eq!(s.acked_bytes(), 500);
+        assert_eq!(s.inflight(), 0);
+    }
+
+    #[test]
+    fn rto_backoff_and_give_up() {
+        let cfg = SenderConfig {
+            mss: 100,
+            init_rto_ns: 1_000,
+            min_rto_ns: 1_000,
+            give_up_ns: 100_000,
+            ..Default::default()
+        };
+        let mut s = FlowSender::new(1, 5, FlowSize::Bytes(100), Box::new(Fixed(500)), cfg, 0);
+        let mut buf = vec![0u8; 2000];
+        assert!(matches!(s.poll_transmit(0, &mut buf), Transmit::Packet(_)));
+        let mut t = 0;
+        let mut deadlines = vec![];
+        while !s.is_done() && t < 1_000_000 {
+            t = s.next_timer().unwrap();
+            deadlines.push(t);
+            s.on_timer(t);
+            let _ = s.poll_transmit(t, &mut buf);
+        }
+        assert!(matches!(s.state(), FlowState::Failed { reason: FailReason::PeerGone { ever_acked: false, .. }, .. }));
+        assert!(s.stats.rto_count >= 5, "{}", s.stats.rto_count);
+    }
+}
