@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 from .defs.dctcp_queue import DctcpQueue
+from .defs.pcc_lossy import PccLossy
+from .defs.timely_incast import TimelyIncast
 
-EXPERIMENTS = {e.id: e for e in (DctcpQueue(),)}
+EXPERIMENTS = {e.id: e for e in (DctcpQueue(), TimelyIncast(), PccLossy())}
 
 
 def get(name: str):

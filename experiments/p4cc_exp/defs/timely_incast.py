@@ -1,0 +1,115 @@
+"""TIMELY §6 as the seed ran it: 10 senders → 1 receiver through one
+switch (star of 11 hosts), 50 Mbps, 10 µs links. TIMELY, oracle TIMELY
+(the switch's queue depth, delivered in-band, in place of RTT), Vegas,
+DCTCP and Cubic: throughput, mean and 95th-percentile queue and RTT."""
+from __future__ import annotations
+
+from p4cc_topo import load_topology
+
+from ..experiment import Arm
+from ..params import Param, rate_bps, seconds, str_list
+from .compare import CompareProtocols, cc_label
+
+
+class TimelyIncast(CompareProtocols):
+    id = "timely-incast"
+    title = "TIMELY, oracle TIMELY and others under incast"
+    source = "TIMELY (SIGCOMM 2015) §6 / seed table"
+    description = ("N long flows into one receiver. TIMELY paces by the RTT gradient; oracle "
+                   "TIMELY runs the same control law on the bottleneck queue depth the P4 "
+                   "switch writes into every data packet. Queue figures come from postcards.")
+    receiver = "h1"
+    params = [
+        Param("rate", "50Mbps", "every link's rate", rate_bps, 1e6, 1e9),
+        Param("delay", "10us", "every link's one-way delay", seconds, 0, 0.1),
+        Param("senders", 10, "senders into the one receiver", int, 1, 40),
+        Param("buffer", 200, "switch buffer per port, packets", int, 1, 100_000),
+        Param("k", 20, "ECN K for the DCTCP arm, packets", int, 0, 10_000),
+        Param("duration", 10, "seconds each protocol runs", seconds, 2, 3600),
+        Param("warmup", 2, "seconds ignored at the start", seconds, 0, 600),
+        Param("protocols", "timely,oracle-timely,vegas,dctcp,cubic", "arms", str_list),
+        Param("delta_mbps", 0.5, "TIMELY additive step δ (paper: 10 Mbps at 10 Gbps)", float),
+        Param("beta", 0.8, "TIMELY β", float),
+        Param("base_rtt_us", 450, "the path's RTT with empty queues, as the hosts measure it "
+              "(user-space stacks here: ~450 µs; the paper's NIC timestamps: ~20 µs)", float),
+        Param("thigh_us", 500, "TIMELY Thigh above the base RTT, µs (paper: 500)", float),
+        Param("tlow_us", 50, "TIMELY Tlow above the base RTT, µs (paper: 50)", float),
+        Param("oracle_thresholds", "timely", "oracle thresholds: 'timely' = TIMELY's Thigh/Tlow "
+              "as queue depths at the line rate (the same control law, the signal changed), "
+              "or 'seed' = the seed's 20/5 packets", str),
+        Param("seed", 1, "random seed", int),
+    ]
+
+    def senders(self, p):
+        return [f"h{i}" for i in range(2, p["senders"] + 2)]
+
+    def topology(self, p):
+        return load_topology("star", n_hosts=p["senders"] + 1, rate_bps=p["rate"],
+                             delay_us=f"{p['delay'] * 1e6:.0f}us", buffer_pkts=p["buffer"],
+                             ecn_k_pkts=p["k"])
+
+    def oracle_thresholds(self, p) -> tuple[float, float]:
+        """(thigh, tlow) in packets for oracle TIMELY."""
+        if p["oracle_thresholds"] == "seed":
+            return 20.0, 5.0
+        if p["oracle_thresholds"] != "timely":
+            raise ValueError("oracle_thresholds must be 'timely' or 'seed'")
+        pkts_per_us = p["rate"] / (8 * 1500) / 1e6
+        return p["thigh_us"] * pkts_per_us, p["tlow_us"] * pkts_per_us
+
+    def arms(self, p):
+        # TIMELY sees the whole RTT, so its thresholds sit on top of the
+        # base RTT; the oracle sees only the queue, so it gets the same
+        # thresholds as queue depths. Same control law, different signal.
+        timely = {"delta_mbps": p["delta_mbps"], "beta": p["beta"], "min_rtt_us": p["base_rtt_us"]}
+        thigh, tlow = self.oracle_thresholds(p)
+        per_cc = {"timely": {**timely, "thigh_us": p["base_rtt_us"] + p["thigh_us"],
+                             "tlow_us": p["base_rtt_us"] + p["tlow_us"]},
+                  "oracle-timely": {**timely, "thigh_pkts": f"{thigh:.3f}",
+                                    "tlow_pkts": f"{tlow:.3f}"}}
+        return [Arm(cc, cc_label(cc), {"cc": cc, "datapath": "user",
+                                       "cc_params": per_cc.get(cc, {})})
+                for cc in p["protocols"]]
+
+    def analyse(self, p, results):
+        summary = {name: self.arm_summary(p, r) for name, r in results.items()}
+        checks = {}
+        cubic = summary.get("cubic")
+        for cc in ("timely", "oracle-timely"):
+            if cc in summary and cubic:
+                checks[f"{cc_label(cc)} keeps the queue far below Cubic's "
+                       f"(p95 {summary[cc]['queue_p95_pkts']:.0f} vs {cubic['queue_p95_pkts']:.0f})"] = \
+                    summary[cc]["queue_p95_pkts"] <= 0.5 * cubic["queue_p95_pkts"]
+        t, o = summary.get("timely"), summary.get("oracle-timely")
+        if t and o:
+            checks[f"oracle TIMELY p95 queue at or below TIMELY's "
+                   f"({o['queue_p95_pkts']:.0f} vs {t['queue_p95_pkts']:.0f})"] = \
+                o["queue_p95_pkts"] <= t["queue_p95_pkts"]
+            checks[f"... at similar throughput ({o['throughput_mbps']:.1f} vs "
+                   f"{t['throughput_mbps']:.1f} Mbps)"] = \
+                o["throughput_mbps"] >= 0.8 * t["throughput_mbps"]
+        return summary, checks
+
+    def plot(self, p, results, summary, outdir):
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        paths = [self.queue_plot(p, results, outdir,
+                                 f"Bottleneck queue, {p['senders']} senders → 1, "
+                                 f"{p['rate'] / 1e6:.0f} Mbps")]
+        names = list(summary)
+        fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+        for ax, (key, label) in zip(axes, (("throughput_mbps", "throughput (Mbps)"),
+                                           ("queue_p95_pkts", "p95 queue (packets)"),
+                                           ("rtt_p95_us", "p95 RTT (µs)"))):
+            ax.bar(range(len(names)), [summary[n][key] for n in names], color="tab:blue")
+            ax.set_xticks(range(len(names)), [summary[n]["label"] for n in names],
+                          rotation=30, ha="right", fontsize=8)
+            ax.set_title(label, fontsize=10)
+        axes[0].axhline(p["rate"] / 1e6, ls="--", color="k", lw=1, label="link rate")
+        axes[0].legend(fontsize=7)
+        fig.tight_layout()
+        path = outdir / "table.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        return paths + [path]
