@@ -16,6 +16,7 @@ import time
 from typing import List, Optional
 
 from .errors import P4ccError, ValueOutOfRange
+from .operations import POSTCARD_FRAME_LEN
 
 PROG = os.environ.get("P4CC_CTL_PROG", "p4cc ctl")
 
@@ -166,8 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--switch-ip", help="source IPv4 of the postcards")
     c.add_argument("--sample", type=int, default=1, help="one postcard per N packets (default 1)")
     c.add_argument("--udp-port", type=int, default=7361, help="collector UDP port (default 7361)")
-    c.add_argument("--truncate", type=int, default=96,
-                   help="clone truncation, bytes (default 96 = one postcard frame; 0 = none)")
+    c.add_argument("--truncate", type=int, default=POSTCARD_FRAME_LEN,
+                   help=f"clone truncation, bytes (default {POSTCARD_FRAME_LEN} = one postcard "
+                        "frame, constants.p4 POSTCARD_FRAME_LEN; 0 = none)")
     c.add_argument("--off", action="store_true", help="stop postcards")
 
     c = cmd("switch-id", "set the switch id written in telemetry")

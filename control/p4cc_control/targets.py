@@ -1,0 +1,321 @@
+"""What differs between targets, behind one interface.
+
+Two things differ:
+  * the unit of the queue depth the data plane compares K against
+    (bmv2 and the embedded target: packets; Tofino: 80-byte cells), so a K
+    given in packets, bytes or cells is converted here and nowhere else;
+  * the knobs that are not P4Runtime: queue rate/depth (bmv2, through its
+    Thrift runtime CLI) and line rate / delay / loss / depth per port (the
+    embedded target, through its HTTP+JSON admin API).
+
+Byte <-> packet conversions assume full-size packets of `mtu` bytes (1500
+by default): a queue of B bytes holds ceil(B / mtu) MTU-sized packets. This
+is the convention of the DCTCP paper's K (K = 20 packets = 30 KB at 1500 B).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import urllib.error
+import urllib.request
+from typing import Dict, List, Optional
+
+from .errors import TargetError, UnknownPort, ValueOutOfRange
+
+UNITS = ("packets", "bytes", "cells")
+CELL_BYTES = 80  # Tofino queue accounting unit
+KNOBS = ("rate_bps", "rate_pps", "delay_us", "loss", "depth_pkts")
+
+
+def _check_knobs(settings: dict):
+    """Range-check port settings before any target sees them."""
+    for k, v in settings.items():
+        if k not in KNOBS:
+            raise ValueOutOfRange(f"unknown port setting '{k}' (known: {', '.join(KNOBS)})")
+        if v is None:
+            continue
+        if k == "loss":
+            if not 0.0 <= float(v) <= 1.0:
+                raise ValueOutOfRange(f"loss {v} out of range: a probability in 0..1")
+        elif k == "delay_us":
+            if not 0 <= int(v) <= 10_000_000:
+                raise ValueOutOfRange(f"delay_us {v} out of range (0..10000000 µs)")
+        elif k in ("rate_bps", "rate_pps", "depth_pkts"):
+            if int(v) != v or int(v) < 0 or int(v) >= 2**63:
+                raise ValueOutOfRange(f"{k} {v} out of range: a non-negative integer")
+            if k == "depth_pkts" and int(v) < 1:
+                raise ValueOutOfRange("depth_pkts must be at least 1 packet")
+
+
+class Target:
+    """Base: packet-unit queue, no knobs, ports unknown."""
+
+    name = "generic"
+    depth_unit = "packets"
+
+    def __init__(self, mtu: int = 1500):
+        if not 64 <= mtu <= 65535:
+            raise ValueOutOfRange(f"mtu {mtu} out of range (64..65535)")
+        self.mtu = mtu
+        # Port settings applied through this object, re-applied after a
+        # switch restart (the switch forgets them).
+        self.applied: Dict[int, dict] = {}
+
+    # -- units ----------------------------------------------------------------
+    def depth(self, value: float, unit: str = "packets") -> int:
+        """A queue depth in the unit this target's data plane counts."""
+        if unit not in UNITS:
+            raise ValueOutOfRange(f"unknown unit '{unit}' (use {', '.join(UNITS)})")
+        if value < 0:
+            raise ValueOutOfRange(f"queue depth {value} {unit} is negative")
+        if self.depth_unit == unit:
+            return int(math.ceil(value))
+        if self.depth_unit == "packets":
+            nbytes = value * (CELL_BYTES if unit == "cells" else 1)
+            return int(math.ceil(nbytes / self.mtu))
+        # cells
+        if unit == "bytes":
+            return int(math.ceil(value / CELL_BYTES))
+        return int(math.ceil(value * math.ceil(self.mtu / CELL_BYTES)))  # packets
+
+    def depth_to(self, depth: int, unit: str) -> float:
+        """Inverse of depth(), for display."""
+        if unit == self.depth_unit:
+            return depth
+        if self.depth_unit == "packets":
+            return depth * self.mtu / (CELL_BYTES if unit == "cells" else 1)
+        return depth * CELL_BYTES if unit == "bytes" else depth / math.ceil(self.mtu / CELL_BYTES)
+
+    # -- ports ----------------------------------------------------------------
+    def ports(self) -> Optional[List[int]]:
+        """Ports the switch has, or None when this target cannot tell."""
+        return None
+
+    def check_port(self, port: int, width: int = 9):
+        if not 0 <= int(port) < (1 << width):
+            raise UnknownPort(f"port {port} out of range (0..{(1 << width) - 1})")
+        known = self.ports()
+        if known is not None and int(port) not in known:
+            have = ", ".join(str(p) for p in sorted(known)) or "none"
+            raise UnknownPort(f"unknown port {port}: the {self.name} switch has ports {have}")
+
+    # -- knobs ----------------------------------------------------------------
+    def set_port(self, port: int, **settings) -> dict:
+        _check_knobs(settings)
+        settings = {k: v for k, v in settings.items() if v is not None}
+        if not settings:
+            raise ValueOutOfRange("nothing to set: give rate, depth, delay or loss")
+        self.check_port(port)
+        applied = self._apply(int(port), settings)
+        self.applied.setdefault(int(port), {}).update(applied)
+        return applied
+
+    def _apply(self, port: int, settings: dict) -> dict:
+        raise TargetError(f"the {self.name} target has no port knobs here")
+
+    def port_settings(self) -> Dict[int, dict]:
+        return {p: dict(s) for p, s in self.applied.items()}
+
+    def reapply(self):
+        """After a switch restart: put back every knob set through us."""
+        for port, s in self.applied.items():
+            self._apply(port, dict(s))
+
+    def describe(self) -> dict:
+        return {"target": self.name, "depth_unit": self.depth_unit, "mtu": self.mtu}
+
+
+class Bmv2Target(Target):
+    """bmv2 simple_switch_grpc: queue depth in packets; queue rate (packets/s)
+    and depth (packets) per egress port through the Thrift runtime, driven by
+    simple_switch_CLI. That CLI is a Python 2/3 script that imports Debian's
+    python3-thrift, so it is run with /usr/bin/python3 explicitly (the
+    project venv's or pyenv's python may not see thrift)."""
+
+    name = "bmv2"
+
+    def __init__(self, thrift_port: int = 9090, thrift_ip: str = "127.0.0.1", mtu: int = 1500,
+                 cli: Optional[str] = None, python: str = "/usr/bin/python3"):
+        super().__init__(mtu)
+        self.thrift_port, self.thrift_ip = thrift_port, thrift_ip
+        self.cli = cli or os.environ.get("P4CC_SIMPLE_SWITCH_CLI") or shutil.which("simple_switch_CLI")
+        self.python = python
+        self._ports_cache = None
+        self._thrift_ok = False
+
+    def _run_cli(self, commands: List[str]) -> str:
+        if not self.cli:
+            raise TargetError("simple_switch_CLI not found on PATH: install bmv2 "
+                              "(behavioral-model `make install`) or set P4CC_SIMPLE_SWITCH_CLI")
+        if not os.path.exists(self.python):
+            raise TargetError(f"{self.python} not found: simple_switch_CLI needs Debian's python3 "
+                              "with python3-thrift (apt-get install python3 python3-thrift)")
+        if not self._thrift_ok:
+            probe = subprocess.run([self.python, "-c", "import thrift"], capture_output=True)
+            if probe.returncode != 0:
+                raise TargetError("python3-thrift missing for simple_switch_CLI: "
+                                  "apt-get install python3-thrift")
+            self._thrift_ok = True
+        try:
+            p = subprocess.run([self.python, self.cli, "--thrift-port", str(self.thrift_port),
+                                "--thrift-ip", self.thrift_ip],
+                               input="\n".join(commands) + "\n", capture_output=True,
+                               text=True, timeout=30)
+        except subprocess.TimeoutExpired:
+            raise TargetError(f"simple_switch_CLI timed out on thrift port {self.thrift_port}") from None
+        out = p.stdout + p.stderr
+        for pat, msg in ((r"Could not connect|TTransportException|Connection refused",
+                          f"bmv2 Thrift server unreachable at {self.thrift_ip}:{self.thrift_port}"),
+                         (r"No module named '?(\w+)", "simple_switch_CLI cannot import its modules"),
+                         (r"Traceback", "simple_switch_CLI crashed"),
+                         (r"(Error|Invalid)[^\n]*", "simple_switch_CLI refused the command")):
+            m = re.search(pat, out)
+            if m:
+                raise TargetError(f"{msg}: {m.group(0).strip()}")
+        if p.returncode != 0:
+            raise TargetError(f"simple_switch_CLI exited {p.returncode}: {out.strip()[-200:]}")
+        return out
+
+    def ports(self) -> Optional[List[int]]:
+        if self._ports_cache is None:
+            try:
+                out = self._run_cli(["show_ports"])
+            except TargetError:
+                return None  # no Thrift here: only range checks
+            ports = [int(m.group(1)) for m in re.finditer(r"^(?:RuntimeCmd: )?\s*(\d+)\s+\|", out, re.M)]
+            self._ports_cache = ports
+        return self._ports_cache
+
+    def _apply(self, port: int, settings: dict) -> dict:
+        cmds, applied = [], {}
+        for k in ("delay_us", "loss"):
+            if k in settings:
+                raise TargetError(f"bmv2 has no per-port {k.split('_')[0]}: use netem on the host "
+                                  "links (absent on this kernel), the P4 loss table "
+                                  "(set-loss), or the embedded target")
+        if "rate_bps" in settings and "rate_pps" in settings:
+            raise ValueOutOfRange("give rate_bps or rate_pps, not both")
+        if "rate_bps" in settings:
+            # bmv2 meters its queue in packets/s: convert at MTU-sized packets.
+            pps = max(1, int(round(settings["rate_bps"] / (8 * self.mtu))))
+            cmds.append(f"set_queue_rate {pps} {port}")
+            applied["rate_pps"] = pps
+        if "rate_pps" in settings:
+            cmds.append(f"set_queue_rate {int(settings['rate_pps'])} {port}")
+            applied["rate_pps"] = int(settings["rate_pps"])
+        if "depth_pkts" in settings:
+            cmds.append(f"set_queue_depth {int(settings['depth_pkts'])} {port}")
+            applied["depth_pkts"] = int(settings["depth_pkts"])
+        self._run_cli(cmds)
+        return applied
+
+    def reapply(self):
+        self._ports_cache = None
+        super().reapply()
+
+    def describe(self) -> dict:
+        d = super().describe()
+        d.update(thrift=f"{self.thrift_ip}:{self.thrift_port}", cli=self.cli)
+        return d
+
+
+class EmbeddedTarget(Target):
+    """The p4cc embedded switch (switch/p4cc-switch): queue depth in packets
+    like bmv2, plus per-port line rate, propagation delay, loss and depth
+    through its admin API (HTTP + JSON, default 127.0.0.1:9560):
+        GET /ports            -> the ports and their settings
+        PUT /ports/{n}        <- {"rate_bps", "rate_pps", "delay_us", "loss", "depth_pkts"}
+    """
+
+    name = "embedded"
+
+    def __init__(self, admin_addr: str = "127.0.0.1:9560", mtu: int = 1500, timeout: float = 5.0):
+        super().__init__(mtu)
+        self.admin_addr = admin_addr
+        self.timeout = timeout
+
+    def _http(self, method: str, path: str, body: Optional[dict] = None):
+        url = f"http://{self.admin_addr}{path}"
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(url, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as r:
+                raw = r.read()
+        except urllib.error.HTTPError as e:
+            text = e.read().decode(errors="replace").strip()
+            try:
+                text = json.loads(text).get("error", text)
+            except Exception:
+                pass
+            if e.code == 404:
+                raise UnknownPort(f"embedded switch: {text or 'not found'} ({method} {path})") from None
+            if e.code in (400, 422):
+                raise ValueOutOfRange(f"embedded switch refused {method} {path}: {text}") from None
+            raise TargetError(f"embedded switch admin API: HTTP {e.code} on {method} {path}: {text}") from None
+        except (urllib.error.URLError, OSError) as e:
+            reason = getattr(e, "reason", e)
+            raise TargetError(f"embedded switch admin API unreachable at {self.admin_addr}: "
+                              f"{reason}") from None
+        return json.loads(raw) if raw.strip() else None
+
+    def port_table(self) -> Dict[int, dict]:
+        """GET /ports, as {port: settings}. Accepts a list of objects with a
+        port number, {"ports": [...]}, or a dict keyed by port."""
+        data = self._http("GET", "/ports")
+        if isinstance(data, dict) and "ports" in data:
+            data = data["ports"]
+        out = {}
+        if isinstance(data, dict):
+            for k, v in data.items():
+                out[int(k)] = v
+        elif isinstance(data, list):
+            for v in data:
+                num = next((v[k] for k in ("port", "id", "number", "port_id") if k in v), None)
+                if num is not None:
+                    out[int(num)] = v
+        return out
+
+    def ports(self) -> Optional[List[int]]:
+        return sorted(self.port_table())
+
+    def _apply(self, port: int, settings: dict) -> dict:
+        body = {k: v for k, v in settings.items()}
+        self._http("PUT", f"/ports/{port}", body)
+        return body
+
+    def describe(self) -> dict:
+        d = super().describe()
+        d["admin"] = self.admin_addr
+        return d
+
+
+class TofinoTarget(Target):
+    """Tofino (TNA program, SDE runtime): queue depth in 80-byte cells. Only
+    the unit conversion lives here; its queues are shaped with the SDE's
+    tools (bfrt/bfshell), which this controller does not drive."""
+
+    name = "tofino"
+    depth_unit = "cells"
+
+    def _apply(self, port, settings):
+        raise TargetError("Tofino port shaping goes through the SDE (bfrt_python / "
+                          "bfshell), not this controller")
+
+
+TARGETS = {"bmv2": Bmv2Target, "embedded": EmbeddedTarget, "tofino": TofinoTarget}
+
+
+def make_target(name: str, **opts) -> Target:
+    try:
+        cls = TARGETS[name]
+    except KeyError:
+        raise ValueOutOfRange(f"unknown target '{name}' (known: {', '.join(TARGETS)})") from None
+    import inspect
+
+    accepted = inspect.signature(cls.__init__).parameters
+    return cls(**{k: v for k, v in opts.items() if k in accepted and v is not None})

@@ -1,0 +1,421 @@
+//! One egress port: a bmv2-style packet queue followed by a link model.
+//!
+//! Queue (bmv2 `simple_switch` semantics):
+//! - depth limit in packets (default 64), tail drop beyond it, counted;
+//! - `enq_qdepth` = queue length at enqueue, before adding the packet;
+//! - `deq_qdepth` = queue length at dequeue, after removing it;
+//! - `deq_timedelta` = dequeue time − enqueue time.
+//!
+//! Link (what bmv2 lacks): a packet is dequeued when the link is free (the
+//! previous frame has been serialized) and, with a packets/s rate, when its
+//! slot has come; its frame then takes `bytes·8/rate_bps` to serialize,
+//! travels `delay_us`, and is lost with probability `loss`. Frames are
+//! delivered in order. All times are nanoseconds on the caller's clock.
+use crate::config::PortSettings;
+use std::collections::VecDeque;
+
+/// How far behind `now` an idealised departure time may fall before it is
+/// clamped. When the switch runs late (descheduled on a loaded machine) the
+/// queued packets still leave on the link's schedule, in a burst, so the
+/// long-run rate stays exact; the catch-up is naturally bounded by what is
+/// queued (a packet never leaves before it arrived), and this bounds it in
+/// time too. (A 1 ms bound lost ~10% of a 20 Mbit/s link on a busy 2-core
+/// machine.)
+pub const MAX_LAG_NS: u64 = 100_000_000;
+
+/// Counters of one port.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PortStats {
+    /// Frames received on the interface.
+    pub rx_pkts: u64,
+    pub rx_bytes: u64,
+    /// Received frames dropped before the pipeline (truncated by the ring:
+    /// larger than the interface MTU, i.e. offloads left on).
+    pub rx_dropped: u64,
+    /// Packets admitted into the egress queue.
+    pub enq_pkts: u64,
+    /// Packets refused because the queue was full.
+    pub tail_drops: u64,
+    /// Frames lost on the link (random loss).
+    pub link_loss_drops: u64,
+    /// Frames handed to the interface.
+    pub tx_pkts: u64,
+    pub tx_bytes: u64,
+    /// Frames the interface refused.
+    pub tx_errors: u64,
+    /// Packets dropped from the queue when the pipeline was replaced.
+    pub flushed: u64,
+}
+
+/// Queue metadata of a dequeued packet (v1model `standard_metadata`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DequeueMeta {
+    pub enq_qdepth: u32,
+    pub deq_qdepth: u32,
+    pub enq_ns: u64,
+    /// The (ideal) dequeue time: the start of this frame's serialization.
+    pub deq_ns: u64,
+}
+
+impl DequeueMeta {
+    pub fn deq_timedelta_us(&self) -> u64 {
+        (self.deq_ns - self.enq_ns) / 1000
+    }
+    pub fn enq_timestamp_us(&self) -> u64 {
+        self.enq_ns / 1000
+    }
+}
+
+/// A small seeded PRNG (xorshift64*, seeded through splitmix64).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        Rng(if z == 0 { 0x2545_F491_4F6C_DD1D } else { z })
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// Uniform in [0, 1).
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+}
+
+struct Slot<T> {
+    item: T,
+    enq_ns: u64,
+    enq_qdepth: u32,
+}
+
+/// An egress queue and the link behind it. `T` is the queued packet.
+pub struct EgressPort<T> {
+    settings: PortSettings,
+    queue: VecDeque<Slot<T>>,
+    /// When the frame being serialized is done.
+    link_free_ns: u64,
+    /// Earliest next dequeue under the packets/s rate.
+    next_pps_ns: u64,
+    delay_line: VecDeque<(u64, Vec<u8>)>,
+    last_release_ns: u64,
+    rng: Rng,
+    pub stats: PortStats,
+}
+
+impl<T> EgressPort<T> {
+    pub fn new(settings: PortSettings, seed: u64) -> EgressPort<T> {
+        EgressPort {
+            settings,
+            queue: VecDeque::with_capacity(settings.depth_pkts.min(4096)),
+            link_free_ns: 0,
+            next_pps_ns: 0,
+            delay_line: VecDeque::new(),
+            last_release_ns: 0,
+            rng: Rng::new(seed),
+            stats: PortStats::default(),
+        }
+    }
+
+    pub fn settings(&self) -> &PortSettings {
+        &self.settings
+    }
+
+    /// New settings take effect for the next dequeue; packets already queued
+    /// beyond a smaller depth stay.
+    pub fn set_settings(&mut self, s: PortSettings) {
+        self.settings = s;
+    }
+
+    pub fn queue_len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Frames serialized but not yet delivered (propagating).
+    pub fn in_flight(&self) -> usize {
+        self.delay_line.len()
+    }
+
+    /// Adds a packet; returns its `enq_qdepth`, or the packet back when the
+    /// queue is full (a tail drop, counted).
+    pub fn enqueue(&mut self, item: T, now_ns: u64) -> Result<u32, T> {
+        let len = self.queue.len();
+        if len >= self.settings.depth_pkts {
+            self.stats.tail_drops += 1;
+            return Err(item);
+        }
+        self.queue.push_back(Slot { item, enq_ns: now_ns, enq_qdepth: len as u32 });
+        self.stats.enq_pkts += 1;
+        Ok(len as u32)
+    }
+
+    /// When the head packet may leave, `None` when the queue is empty.
+    pub fn next_dequeue_ns(&self) -> Option<u64> {
+        let head = self.queue.front()?;
+        Some(head.enq_ns.max(self.link_free_ns).max(self.next_pps_ns))
+    }
+
+    /// Removes the head packet if its time has come (`now_ns` ≥
+    /// [`next_dequeue_ns`](Self::next_dequeue_ns)). The link is not busy
+    /// until [`transmit`](Self::transmit) is called with the resulting frame.
+    pub fn dequeue(&mut self, now_ns: u64) -> Option<(T, DequeueMeta)> {
+        let t = self.next_dequeue_ns()?;
+        if t > now_ns {
+            return None;
+        }
+        let slot = self.queue.pop_front()?;
+        let deq_ns = t.max(now_ns.saturating_sub(MAX_LAG_NS));
+        if self.settings.rate_pps > 0 {
+            self.next_pps_ns = deq_ns + 1_000_000_000 / self.settings.rate_pps.max(1);
+        }
+        // The link cannot start this frame before now is accounted for.
+        self.link_free_ns = self.link_free_ns.max(deq_ns);
+        let meta = DequeueMeta {
+            enq_qdepth: slot.enq_qdepth,
+            deq_qdepth: self.queue.len() as u32,
+            enq_ns: slot.enq_ns,
+            deq_ns,
+        };
+        Some((slot.item, meta))
+    }
+
+    /// Serialization time of `bytes` at the port's line rate.
+    pub fn serialization_ns(&self, bytes: usize) -> u64 {
+        if self.settings.rate_bps == 0 {
+            return 0;
+        }
+        ((bytes as u128 * 8 * 1_000_000_000) / self.settings.rate_bps as u128) as u64
+    }
+
+    /// Puts `frame` on the link, starting at the dequeue time `deq_ns`:
+    /// the link is busy for its serialization time, then the frame
+    /// propagates for `delay_us` unless it is lost. Returns false if lost.
+    pub fn transmit(&mut self, frame: Vec<u8>, deq_ns: u64) -> bool {
+        let start = self.link_free_ns.max(deq_ns);
+        let end = start + self.serialization_ns(frame.len());
+        self.link_free_ns = end;
+        let loss = self.settings.loss;
+        if loss > 0.0 && (loss >= 1.0 || self.rng.next_f64() < loss) {
+            self.stats.link_loss_drops += 1;
+            return false;
+        }
+        let release = (end + self.settings.delay_us * 1000).max(self.last_release_ns);
+        self.last_release_ns = release;
+        self.delay_line.push_back((release, frame));
+        true
+    }
+
+    /// When the next frame reaches the far end of the link.
+    pub fn next_release_ns(&self) -> Option<u64> {
+        self.delay_line.front().map(|(t, _)| *t)
+    }
+
+    /// The next frame whose propagation is over by `now_ns`.
+    pub fn pop_released(&mut self, now_ns: u64) -> Option<Vec<u8>> {
+        match self.delay_line.front() {
+            Some((t, _)) if *t <= now_ns => self.delay_line.pop_front().map(|(_, f)| f),
+            _ => None,
+        }
+    }
+
+    /// The earliest time this port has something to do.
+    pub fn next_event_ns(&self) -> Option<u64> {
+        match (self.next_dequeue_ns(), self.next_release_ns()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Drops every queued packet (e.g. when the pipeline is replaced);
+    /// frames already on the link are still delivered.
+    pub fn flush(&mut self) -> usize {
+        let n = self.queue.len();
+        self.queue.clear();
+        self.stats.flushed += n as u64;
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn port(s: PortSettings) -> EgressPort<u32> {
+        EgressPort::new(s, 7)
+    }
+
+    #[test]
+    fn depths_follow_bmv2() {
+        let mut p = port(PortSettings { depth_pkts: 3, ..Default::default() });
+        assert_eq!(p.enqueue(1, 0), Ok(0));
+        assert_eq!(p.enqueue(2, 0), Ok(1));
+        assert_eq!(p.enqueue(3, 0), Ok(2));
+        assert_eq!(p.enqueue(4, 0), Err(4));
+        assert_eq!(p.stats.tail_drops, 1);
+        let (item, m) = p.dequeue(10_000).unwrap();
+        assert_eq!(item, 1);
+        assert_eq!(m.enq_qdepth, 0);
+        assert_eq!(m.deq_qdepth, 2);
+        // The link was idle: the packet could leave as soon as it came.
+        assert_eq!(m.deq_timedelta_us(), 0);
+        // 10 µs of serialization (1250 bytes at 1 Gbit/s) delay the next.
+        p.set_settings(PortSettings { depth_pkts: 3, rate_bps: 1_000_000_000, ..Default::default() });
+        p.transmit(vec![0; 1250], m.deq_ns);
+        assert!(p.dequeue(9_999).is_none());
+        let (item, m) = p.dequeue(25_000).unwrap();
+        assert_eq!((item, m.enq_qdepth, m.deq_qdepth, m.deq_timedelta_us()), (2, 1, 1, 10));
+        // Space again after a dequeue.
+        assert_eq!(p.enqueue(5, 30_000), Ok(1));
+        assert_eq!(p.stats.enq_pkts, 4);
+    }
+
+    #[test]
+    fn line_rate_spaces_departures() {
+        // 1500-byte frames at 100 Mbit/s: 120 µs each.
+        let mut p = port(PortSettings { rate_bps: 100_000_000, ..Default::default() });
+        for i in 0..3 {
+            p.enqueue(i, 0).unwrap();
+        }
+        let mut departures = vec![];
+        let mut now = 0;
+        while p.queue_len() > 0 {
+            let t = p.next_dequeue_ns().unwrap();
+            now = now.max(t);
+            let (_, m) = p.dequeue(now).unwrap();
+            departures.push((m.deq_ns, m.deq_timedelta_us()));
+            assert!(p.transmit(vec![0u8; 1500], m.deq_ns));
+        }
+        assert_eq!(departures, vec![(0, 0), (120_000, 120), (240_000, 240)]);
+        // Delivered when serialization ends.
+        assert_eq!(p.next_release_ns(), Some(120_000));
+        assert!(p.pop_released(119_999).is_none());
+        assert!(p.pop_released(120_000).is_some());
+        assert!(p.pop_released(360_000).is_some());
+        assert!(p.pop_released(360_000).is_some());
+        assert!(p.pop_released(u64::MAX).is_none());
+    }
+
+    #[test]
+    fn not_dequeued_before_link_is_free() {
+        let mut p = port(PortSettings { rate_bps: 8_000_000, ..Default::default() });
+        p.enqueue(1, 0).unwrap();
+        p.enqueue(2, 0).unwrap();
+        let (_, m) = p.dequeue(0).unwrap();
+        p.transmit(vec![0; 1000], m.deq_ns); // 1 ms
+        assert!(p.dequeue(999_999).is_none());
+        assert_eq!(p.next_dequeue_ns(), Some(1_000_000));
+        assert!(p.dequeue(1_000_000).is_some());
+    }
+
+    #[test]
+    fn packets_per_second_rate() {
+        let mut p = port(PortSettings { rate_pps: 1000, ..Default::default() });
+        for i in 0..3 {
+            p.enqueue(i, 0).unwrap();
+        }
+        let (_, a) = p.dequeue(0).unwrap();
+        p.transmit(vec![0; 64], a.deq_ns);
+        assert!(p.dequeue(999_999).is_none());
+        let (_, b) = p.dequeue(1_000_000).unwrap();
+        assert_eq!(b.deq_ns, 1_000_000);
+    }
+
+    #[test]
+    fn propagation_delay_after_serialization() {
+        let mut p = port(PortSettings { rate_bps: 1_000_000_000, delay_us: 250, ..Default::default() });
+        p.enqueue(1, 5_000).unwrap();
+        let (_, m) = p.dequeue(5_000).unwrap();
+        p.transmit(vec![0; 125], m.deq_ns); // 1 µs at 1 Gbit/s
+        assert_eq!(p.next_release_ns(), Some(5_000 + 1_000 + 250_000));
+        assert_eq!(p.in_flight(), 1);
+        // The queue is free for the next packet while the first propagates.
+        p.enqueue(2, 6_000).unwrap();
+        assert!(p.dequeue(6_000).is_some());
+    }
+
+    #[test]
+    fn delivery_stays_in_order_when_delay_shrinks() {
+        let mut p = port(PortSettings { delay_us: 1000, ..Default::default() });
+        p.enqueue(1, 0).unwrap();
+        let (_, m) = p.dequeue(0).unwrap();
+        p.transmit(vec![1], m.deq_ns);
+        p.set_settings(PortSettings { delay_us: 0, ..Default::default() });
+        p.enqueue(2, 10).unwrap();
+        let (_, m) = p.dequeue(10).unwrap();
+        p.transmit(vec![2], m.deq_ns);
+        assert!(p.pop_released(500).is_none());
+        assert_eq!(p.pop_released(1_000_000), Some(vec![1]));
+        assert_eq!(p.pop_released(1_000_000), Some(vec![2]));
+    }
+
+    #[test]
+    fn loss_zero_and_one() {
+        let mut p = port(PortSettings { loss: 0.0, depth_pkts: 10_000, ..Default::default() });
+        for i in 0..1000 {
+            p.enqueue(i, 0).unwrap();
+            let (_, m) = p.dequeue(0).unwrap();
+            assert!(p.transmit(vec![0; 64], m.deq_ns));
+        }
+        assert_eq!(p.stats.link_loss_drops, 0);
+        p.set_settings(PortSettings { loss: 1.0, depth_pkts: 10_000, ..Default::default() });
+        for i in 0..1000 {
+            p.enqueue(i, 0).unwrap();
+            let (_, m) = p.dequeue(0).unwrap();
+            assert!(!p.transmit(vec![0; 64], m.deq_ns));
+        }
+        assert_eq!(p.stats.link_loss_drops, 1000);
+    }
+
+    #[test]
+    fn loss_rate_is_seeded_and_close() {
+        let run = |seed| {
+            let mut p: EgressPort<u32> =
+                EgressPort::new(PortSettings { loss: 0.1, ..Default::default() }, seed);
+            let mut lost = vec![];
+            for i in 0..20_000u32 {
+                p.enqueue(i, 0).unwrap();
+                let (_, m) = p.dequeue(0).unwrap();
+                if !p.transmit(vec![0; 64], m.deq_ns) {
+                    lost.push(i);
+                }
+                while p.pop_released(u64::MAX).is_some() {}
+            }
+            lost
+        };
+        let a = run(1);
+        assert_eq!(a, run(1), "same seed, same losses");
+        assert_ne!(a, run(2));
+        let frac = a.len() as f64 / 20_000.0;
+        assert!((frac - 0.1).abs() < 0.01, "loss fraction {frac}");
+    }
+
+    #[test]
+    fn lag_is_clamped() {
+        let mut p = port(PortSettings::default());
+        p.enqueue(1, 0).unwrap();
+        let (_, m) = p.dequeue(10 * MAX_LAG_NS).unwrap();
+        assert_eq!(m.deq_ns, 9 * MAX_LAG_NS);
+    }
+
+    #[test]
+    fn flush_drops_queue_only() {
+        let mut p = port(PortSettings { delay_us: 10, ..Default::default() });
+        p.enqueue(1, 0).unwrap();
+        let (_, m) = p.dequeue(0).unwrap();
+        p.transmit(vec![1], m.deq_ns);
+        p.enqueue(2, 0).unwrap();
+        assert_eq!(p.flush(), 1);
+        assert_eq!(p.queue_len(), 0);
+        assert_eq!(p.in_flight(), 1);
+        assert_eq!(p.stats.flushed, 1);
+    }
+}
