@@ -5,10 +5,11 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export P4CC_PYTHON="$PWD/.venv/bin/python"
 failed=()
+passed=0
 step() {
   local name=$1; shift
   printf '\n\033[1m== %s\033[0m\n' "$name"
-  "$@" || failed+=("$name")
+  if "$@"; then passed=$((passed + 1)); else failed+=("$name"); fi
 }
 
 step "p4 output is fresh"       python3 tools/p4build.py check
@@ -22,6 +23,6 @@ step "ptf: bmv2"                .venv/bin/python ptf-tests/run.py --target bmv2 
 echo
 if [ ${#failed[@]} -gt 0 ]; then
   echo "FAILED: ${failed[*]}"
-  exit 1
 fi
-echo "all suites passed"
+echo "suites: $passed passed, ${#failed[@]} failed"
+[ ${#failed[@]} -eq 0 ]
