@@ -22,6 +22,8 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
+# bmv2: the simple_switch_grpc on PATH, or the one named by SIMPLE_SWITCH_GRPC.
+SSG=${SIMPLE_SWITCH_GRPC:-simple_switch_grpc}
 SWITCH_DIR=$(cd "$HERE/.." && pwd)
 REPO=$(cd "$SWITCH_DIR/.." && pwd)
 SECS=4
@@ -139,7 +141,7 @@ run() {
     case $1 in
         c) start_bg "$EX/afpacket_fwd" p4ccb-s1 p4ccb-s2 2>/dev/null; sleep 0.5 ;;
         b) start_bg "$BIN/p4cc-switch" -i 1@p4ccb-s1 -i 2@p4ccb-s2 --log-level error; setup_p4rt ;;
-        d) start_bg simple_switch_grpc --no-p4 -i 1@p4ccb-s1 -i 2@p4ccb-s2 --log-level off -- \
+        d) start_bg "$SSG" --device-id 1 --no-p4 -i 1@p4ccb-s1 -i 2@p4ccb-s2 --log-level off -- \
                --grpc-server-addr 127.0.0.1:9559 >/dev/null 2>&1; sleep 1; setup_p4rt ;;
     esac
     local t0
@@ -158,7 +160,7 @@ if [[ $ONLY == *b* ]]; then
     else echo "(b) skipped: needs cc_switch.json and cc_switch.p4info.bin (--json/--p4info)"; fi
 fi
 if [[ $ONLY == *d* ]]; then
-    if command -v simple_switch_grpc >/dev/null && [ -n "$JSON" ] && [ -n "$P4INFO" ]; then KINDS="$KINDS d"
+    if command -v "$SSG" >/dev/null && [ -n "$JSON" ] && [ -n "$P4INFO" ]; then KINDS="$KINDS d"
     else echo "(d) skipped: simple_switch_grpc is not on PATH (or no JSON/P4Info)"; fi
 fi
 

@@ -2,7 +2,11 @@
 //! cc_switch on a UDP frame that hits a forwarding entry (and an ECN
 //! threshold on its egress port).
 //!
-//! usage: pipeline_pps CC_SWITCH.json [seconds] [frame_bytes]
+//! With `--queue` each packet also goes through an egress queue and link
+//! (ports::EgressPort: enqueue, dequeue, transmit, delivery), as in
+//! p4cc-switch: the difference is the switch's own per-packet cost.
+//!
+//! usage: pipeline_pps CC_SWITCH.json [seconds] [frame_bytes] [--queue]
 use p4cc_bench::udp_frame;
 use pipeline::{ActionCall, Engine, MatchKey, Program, QueueMeta, State, TableEntry};
 use std::sync::Arc;
@@ -12,8 +16,15 @@ use std::time::Instant;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+#[inline]
+fn continue_count(n: &mut u64) {
+    *n += 1;
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
+    let mut args: Vec<String> = std::env::args().collect();
+    let with_queue = args.iter().any(|a| a == "--queue");
+    args.retain(|a| a != "--queue");
     let Some(path) = args.get(1) else {
         eprintln!("usage: pipeline_pps CC_SWITCH.json [seconds] [frame_bytes]");
         std::process::exit(2);
@@ -52,6 +63,7 @@ fn main() {
     }
     let frame = udp_frame([2, 0, 0, 0, 1, 254], [2, 0, 0, 0, 1, 1], [10, 98, 1, 1], [10, 98, 2, 1], 5000, 5001, size);
     let mut engine = Engine::with_seed(state.clone(), 1);
+    let mut port: ports::EgressPort<pipeline::Queued> = ports::EgressPort::new(ports::PortSettings::default(), 1);
     let mut out = Vec::with_capacity(8);
     let mut requeue = Vec::with_capacity(8);
     let start = Instant::now();
@@ -62,6 +74,29 @@ fn main() {
         for _ in 0..1024 {
             t += 1;
             engine.ingress(&frame, 1, t, &mut out);
+            if with_queue {
+                let now = t * 1000;
+                for q in out.drain(..) {
+                    let _ = port.enqueue(q, now);
+                }
+                while let Some((q, m)) = port.dequeue(now) {
+                    let qm = QueueMeta {
+                        enq_qdepth: m.enq_qdepth,
+                        deq_qdepth: m.deq_qdepth,
+                        deq_timedelta_us: m.deq_timedelta_us() as u32,
+                        enq_timestamp_us: m.enq_timestamp_us(),
+                    };
+                    if let Some(f) = engine.egress(q, qm, t, &mut requeue) {
+                        port.transmit(f, m.deq_ns);
+                    }
+                    requeue.clear();
+                }
+                while let Some(f) = port.pop_released(now) {
+                    sent += f.len() as u64;
+                }
+                continue_count(&mut n);
+                continue;
+            }
             for q in out.drain(..) {
                 let qm = QueueMeta { enq_qdepth: (t % 30) as u32, deq_qdepth: 0, deq_timedelta_us: 3, enq_timestamp_us: t };
                 if let Some(f) = engine.egress(q, qm, t, &mut requeue) {
@@ -77,5 +112,6 @@ fn main() {
     }
     let dt = start.elapsed().as_secs_f64();
     assert!(sent > 0, "no packet came out: the forwarding entry did not match");
-    println!("pipeline_pps: {:.0} packets/s ({:.3} µs/packet, {size}-byte frames, ingress+egress, 1 thread)", n as f64 / dt, dt * 1e6 / n as f64);
+    let what = if with_queue { "ingress+queue+egress+link" } else { "ingress+egress" };
+    println!("pipeline_pps: {:.0} packets/s ({:.3} µs/packet, {size}-byte frames, {what}, 1 thread)", n as f64 / dt, dt * 1e6 / n as f64);
 }

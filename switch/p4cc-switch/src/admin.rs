@@ -49,6 +49,7 @@ pub fn port_json(p: &PortShared) -> Value {
     })
 }
 
+#[allow(clippy::result_large_err)]
 fn parse_port(s: &str) -> Result<u32, Response> {
     s.parse::<u32>().map_err(|_| err(StatusCode::BAD_REQUEST, format!("'{s}' is not a port number")))
 }

@@ -213,8 +213,7 @@ impl Dataplane {
     /// dequeue, egress, put on the link. Returns whether any left.
     fn advance(&mut self, i: usize, t: u64) -> bool {
         let mut any = false;
-        loop {
-            let Some((q, m)) = self.ports[i].egress.dequeue(t) else { break };
+        while let Some((q, m)) = self.ports[i].egress.dequeue(t) {
             any = true;
             let Some(e) = self.engine.as_mut() else { continue };
             let qm = QueueMeta {
@@ -257,12 +256,35 @@ impl Dataplane {
         any
     }
 
+    /// A packet for the CPU port: egress at once (the CPU port has no queue
+    /// or link), then to the primary controller as a PacketIn.
+    fn send_to_cpu(&mut self, q: Queued, t: u64) {
+        let Some(e) = self.engine.as_mut() else { return };
+        let qm = QueueMeta { enq_qdepth: 0, deq_qdepth: 0, deq_timedelta_us: 0, enq_timestamp_us: t / 1000 };
+        let frame = e.egress(q, qm, t / 1000, &mut self.requeue);
+        let rq: Vec<Queued> = self.requeue.drain(..).collect();
+        for r in rq {
+            if !r.is_recirculate() && Some(r.egress_port()) != self.cpu_port {
+                self.enqueue(r, t);
+            }
+        }
+        if let (Some(f), Some(s)) = (frame, &self.p4rt) {
+            if !s.packet_in(&f) {
+                log::debug!("packet-in dropped: no primary controller");
+            }
+        }
+    }
+
     fn enqueue(&mut self, q: Queued, t: u64) {
+        if Some(q.egress_port()) == self.cpu_port {
+            return self.send_to_cpu(q, t);
+        }
         match self.port_index(q.egress_port()) {
             Some(i) => {
                 let _ = self.ports[i].egress.enqueue(q, t);
             }
             None => {
+                log::debug!("dropped a packet for port {}: the switch has no such port", q.egress_port());
                 self.shared.unknown_port_drops.fetch_add(1, Relaxed);
             }
         }
@@ -276,18 +298,44 @@ impl Dataplane {
         let mut out = std::mem::take(&mut self.out);
         let mut arr = std::mem::take(&mut self.arrivals);
         for (q, t) in out.drain(..).zip(arr.drain(..)) {
+            if Some(q.egress_port()) == self.cpu_port {
+                self.send_to_cpu(q, t);
+                continue;
+            }
             match self.port_index(q.egress_port()) {
                 Some(i) => {
                     self.advance(i, t);
                     let _ = self.ports[i].egress.enqueue(q, t);
                 }
                 None => {
+                    log::debug!("dropped a packet for port {}: the switch has no such port", q.egress_port());
                     self.shared.unknown_port_drops.fetch_add(1, Relaxed);
                 }
             }
         }
         self.out = out;
         self.arrivals = arr;
+    }
+
+    /// Clears socket errors poll reported (else poll would return at once,
+    /// forever); stops polling an interface that disappeared.
+    fn check_errors(&mut self, pollfds: &mut [libc::pollfd]) {
+        for (i, p) in self.ports.iter().enumerate() {
+            let pf = &mut pollfds[i];
+            if pf.fd < 0 || pf.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) == 0 {
+                continue;
+            }
+            let err = p.sock.take_error();
+            if !p.sock.interface_exists() || pf.revents & libc::POLLNVAL != 0 {
+                log::error!("port {}: interface {} is gone; the port no longer receives", p.num, p.sock.iface());
+                pf.fd = -1;
+            } else if let Some(e) = err {
+                log::info!("port {} ({}): {e}", p.num, p.sock.iface());
+            } else if pf.revents & libc::POLLHUP != 0 {
+                log::error!("port {} ({}): socket hung up; the port no longer receives", p.num, p.sock.iface());
+                pf.fd = -1;
+            }
+        }
     }
 
     /// Runs until `shared.stop` is set.
@@ -420,6 +468,7 @@ impl Dataplane {
             if timeout < SPIN_NS {
                 // Spin, still picking up arrivals.
                 let _ = wait_readable(&mut pollfds, Some(0));
+                self.check_errors(&mut pollfds);
                 if pollfds.iter().all(|p| p.revents == 0) {
                     std::hint::spin_loop();
                 }
@@ -429,6 +478,7 @@ impl Dataplane {
             if pollfds.last().map(|p| p.revents != 0).unwrap_or(false) {
                 self.shared.drain_wake();
             }
+            self.check_errors(&mut pollfds);
         }
         for p in &self.ports {
             p.shared.publish(&p.egress.stats, p.egress.queue_len());

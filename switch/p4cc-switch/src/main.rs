@@ -163,6 +163,11 @@ fn parse_args(args: Vec<String>) -> Result<Opts, String> {
     if o.ports.is_empty() {
         return Err("no ports: give at least one --interface PORT@IFACE (or a port file)".into());
     }
+    if let Some(c) = o.cpu_port {
+        if o.ports.iter().any(|p| p.port == c) {
+            return Err(format!("--cpu-port {c} is also an interface port: the CPU port is the controller's"));
+        }
+    }
     if o.p4info.is_some() && o.json.is_none() {
         return Err("--p4info needs --json".into());
     }
@@ -236,6 +241,10 @@ fn main() {
         )
         .unwrap_or_else(|e| die(1, format!("eventfd: {e}"))),
     );
+    {
+        let sh = shared.clone();
+        service.set_packet_out_waker(Arc::new(move || sh.wake()));
+    }
     let dp = Dataplane::new(socks, shared.clone(), slot, o.seed, o.cpu_port, Some(service.clone()), po_rx);
     let packet_thread = std::thread::Builder::new()
         .name("p4cc-packets".into())

@@ -50,7 +50,7 @@ fn get_default(st: &pipeline::State, t: pipeline::TableId) -> Option<ActionCall>
     Some(st.table_get_default(t)).filter(|a| a.action.0 != usize::MAX)
 }
 
-fn table<'a>(b: &'a Binding, id: u32) -> R<&'a BoundTable> {
+fn table(b: &Binding, id: u32) -> R<&BoundTable> {
     b.tables.get(&id).ok_or_else(|| UpdErr::new(Code::NotFound, format!("unknown table id {id}")))
 }
 

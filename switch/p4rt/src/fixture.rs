@@ -42,6 +42,7 @@ fn std_meta_fields() -> Value {
     ])
 }
 
+#[allow(clippy::too_many_arguments)]
 fn table(name: &str, key: Value, match_type: &str, ids: &[u64], names: &[&str], default: (u64, Vec<&str>), size: u64, next: Value, counters: bool) -> Value {
     let mut nt = serde_json::Map::new();
     for n in names {

@@ -105,7 +105,12 @@ struct Inner {
     next_stream: AtomicU64,
     cpu_port: Option<u32>,
     packet_out: Option<mpsc::Sender<PacketOutFrame>>,
+    /// Called after a packet-out is queued (wakes the packet thread).
+    packet_out_waker: Mutex<Option<Waker>>,
 }
+
+/// Wakes the packet thread.
+pub type Waker = Arc<dyn Fn() + Send + Sync>;
 
 /// The P4Runtime gRPC service of one device.
 #[derive(Clone)]
@@ -184,8 +189,14 @@ impl P4RuntimeService {
                 next_stream: AtomicU64::new(1),
                 cpu_port,
                 packet_out,
+                packet_out_waker: Mutex::new(None),
             }),
         }
+    }
+
+    /// Sets what to call after a packet-out was queued for the packet thread.
+    pub fn set_packet_out_waker(&self, w: Waker) {
+        *lock(&self.inner.packet_out_waker) = Some(w);
     }
 
     /// Installs a pipeline given at start-up (`--json`, optional
@@ -557,6 +568,10 @@ impl P4RuntimeService {
         };
         let frame = entities::build_packet_out(h, p)?;
         tx.try_send(PacketOutFrame { frame })
-            .map_err(|_| UpdErr::new(Code::ResourceExhausted, "packet-out queue is full"))
+            .map_err(|_| UpdErr::new(Code::ResourceExhausted, "packet-out queue is full"))?;
+        if let Some(w) = lock(&self.inner.packet_out_waker).as_ref() {
+            w();
+        }
+        Ok(())
     }
 }

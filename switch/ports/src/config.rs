@@ -274,7 +274,7 @@ pub fn parse_rate(v: &str) -> Result<u64, String> {
         _ => (s, 1.0),
     };
     let x: f64 = num.parse().map_err(|_| format!("'{v}' is not a rate (e.g. 100000000, 100M, 1G)"))?;
-    if !(x >= 0.0) || !x.is_finite() || x * mult > 1e15 {
+    if x.is_nan() || x < 0.0 || !x.is_finite() || x * mult > 1e15 {
         return Err(format!("'{v}' is out of range"));
     }
     Ok((x * mult).round() as u64)

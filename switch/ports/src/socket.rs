@@ -332,6 +332,26 @@ impl PacketSocket {
         (sent, failed)
     }
 
+    /// Takes the socket's pending error (SO_ERROR), if any: after the
+    /// interface went down or away, poll reports POLLERR until it is read.
+    pub fn take_error(&self) -> Option<io::Error> {
+        let mut v: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        let r = unsafe {
+            libc::getsockopt(self.fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_ERROR, &mut v as *mut _ as *mut libc::c_void, &mut len)
+        };
+        if r == 0 && v != 0 {
+            Some(io::Error::from_raw_os_error(v))
+        } else {
+            None
+        }
+    }
+
+    /// Whether the interface this socket is bound to still exists.
+    pub fn interface_exists(&self) -> bool {
+        ifindex(&self.iface) == Some(self.ifindex)
+    }
+
     /// Sends one frame; true on success.
     pub fn send(&self, frame: &[u8]) -> bool {
         let r = unsafe {
