@@ -6,7 +6,7 @@
 use crate::error::StateError;
 use crate::phv::mask;
 use crate::program::{ActionId, KeyKind, Program, TableDef, TableInfo, TableKind};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// One key field of a table entry. Byte strings are big-endian, any length.
@@ -245,7 +245,7 @@ impl TableState {
             free: Vec::new(),
             count: 0,
             seq: 0,
-            exact: HashMap::new(),
+            exact: HashMap::default(),
             lpm: Vec::new(),
             ordered: Vec::new(),
             default: None,
@@ -267,7 +267,7 @@ impl TableState {
             free: Vec::new(),
             count: 0,
             seq: 0,
-            exact: HashMap::new(),
+            exact: HashMap::default(),
             lpm: Vec::new(),
             ordered: Vec::new(),
             default: None,
@@ -324,11 +324,11 @@ impl TableState {
                 let pos = match self.lpm.iter().position(|(pl, _)| *pl <= l) {
                     Some(p) if self.lpm[p].0 == l => p,
                     Some(p) => {
-                        self.lpm.insert(p, (l, HashMap::new()));
+                        self.lpm.insert(p, (l, HashMap::default()));
                         p
                     }
                     None => {
-                        self.lpm.push((l, HashMap::new()));
+                        self.lpm.push((l, HashMap::default()));
                         self.lpm.len() - 1
                     }
                 };
