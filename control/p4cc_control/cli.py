@@ -167,9 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--switch-ip", help="source IPv4 of the postcards")
     c.add_argument("--sample", type=int, default=1, help="one postcard per N packets (default 1)")
     c.add_argument("--udp-port", type=int, default=7361, help="collector UDP port (default 7361)")
-    c.add_argument("--truncate", type=int, default=POSTCARD_FRAME_LEN,
-                   help=f"clone truncation, bytes (default {POSTCARD_FRAME_LEN} = one postcard "
-                        "frame, constants.p4 POSTCARD_FRAME_LEN; 0 = none)")
+    c.add_argument("--truncate", type=int, default=0,
+                   help="clone-session truncation, bytes (default 0 = none: the P4 program "
+                        f"already cuts postcards to {POSTCARD_FRAME_LEN} B; bmv2 accepts only 0)")
     c.add_argument("--off", action="store_true", help="stop postcards")
 
     c = cmd("switch-id", "set the switch id written in telemetry")
@@ -481,7 +481,7 @@ async def _dispatch(args, sw, ops, target, load_topology) -> int:
         _out(args, res, f"per-port counters reset ({res['reset']})")
     elif c == "read-register":
         reg = sw.registers[args.register]
-        vals = await reg.read(args.index)
+        vals = await ops.read_register(args.register, args.index)
         _out(args, {"register": reg.name, "values": {str(i): v for i, v in vals.items()}},
              "\n".join(f"{reg.name}[{i}] = {v}" for i, v in sorted(vals.items())))
     elif c == "watch":

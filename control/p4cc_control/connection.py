@@ -398,7 +398,13 @@ class Connection:
         async def go():
             return await self.stub.GetForwardingPipelineConfig(req, timeout=self._deadline(timeout))
 
-        resp = await self._rpc(go, raw)
+        try:
+            resp = await self._rpc(go, raw)
+        except WriteError as e:
+            if e.codes() == {5}:  # NOT_FOUND: the device id is wrong
+                raise SwitchUnreachable(f"switch at {self.addr} has no device "
+                                        f"{self.device_id}: {e.errors[0][2]}") from None
+            raise
         return resp.config
 
     async def capabilities(self) -> str:

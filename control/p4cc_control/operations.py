@@ -11,7 +11,7 @@ import time
 from typing import Callable, Dict, Iterable, List, Optional
 
 from . import codec
-from .errors import SwitchUnreachable, TargetError, UnknownPort, ValueOutOfRange
+from .errors import SwitchUnreachable, TargetError, UnknownPort, ValueOutOfRange, WriteError
 from .switch import AsyncSwitch
 from .targets import Target
 from .topology import Topology
@@ -22,6 +22,7 @@ POSTCARD_SESSION = 100      # constants.p4 POSTCARD_SESSION
 POSTCARD_FRAME_LEN = 96     # constants.p4 POSTCARD_FRAME_LEN: what a postcard frame keeps
 POSTCARD_UDP_PORT = 7361    # default collector UDP port (constants.p4 POSTCARD_UDP_SRC)
 LOSS_SCALE = 65536          # constants.p4 LOSS_SCALE
+UNIMPLEMENTED = 12          # gRPC canonical code
 
 # Per-port counters: (column, counter name, what it holds)
 PORT_COUNTERS = [
@@ -137,7 +138,10 @@ class CcOps:
     async def enable_postcards(self, collector_port, collector_ip: str, collector_mac: str,
                                switch_ip: str, sample_one_in_n: int = 1,
                                udp_port: int = POSTCARD_UDP_PORT,
-                               truncate: int = POSTCARD_FRAME_LEN) -> dict:
+                               truncate: int = 0) -> dict:
+        """The P4 program truncates postcards itself (truncate() in egress),
+        so the clone session needs no truncation of its own: 0 = none,
+        which is also all bmv2's P4Runtime server accepts."""
         port = await self.check_port(collector_port)
         if int(sample_one_in_n) < 1:
             raise ValueOutOfRange(f"sample 1-in-{sample_one_in_n}: N must be >= 1")
@@ -253,7 +257,31 @@ class CcOps:
         return {"reset": "all ports" if idx is None else idx}
 
     async def read_register(self, name: str, index: Optional[int] = None) -> Dict[int, int]:
-        return await self.sw.registers[name].read(index)
+        """Through P4Runtime, or through the target when its P4Runtime server
+        does not implement registers (bmv2: UNIMPLEMENTED -> Thrift)."""
+        reg = self.sw.registers[name]
+        try:
+            return await reg.read(index)
+        except WriteError as e:
+            if e.codes() != {UNIMPLEMENTED}:
+                raise
+            try:
+                return await asyncio.to_thread(self.target.read_register, reg.name, index)
+            except TargetError as te:
+                raise TargetError(f"{e} and {te}") from None
+
+    async def write_register(self, name: str, index: int, value) -> None:
+        reg = self.sw.registers[name]
+        try:
+            await reg.write(index, value)
+        except WriteError as e:
+            if e.codes() != {UNIMPLEMENTED}:
+                raise
+            n = codec.parse_int(value, reg.info.bitwidth, f"register {reg.name}[{index}]")
+            try:
+                await asyncio.to_thread(self.target.write_register, reg.name, index, n)
+            except TargetError as te:
+                raise TargetError(f"{e} and {te}") from None
 
     async def watch(self, interval: float = 1.0, count: Optional[int] = None,
                     ports: Optional[Iterable[int]] = None,

@@ -496,7 +496,11 @@ class AsyncSwitch:
         again what this controller put there. A switch without a pipeline
         (it restarted) gets ours again; one running another P4Info is a
         mismatch we must not paper over."""
-        cfg = await self.conn.get_pipeline(raw=True)
+        try:
+            cfg = await self.conn.get_pipeline(raw=True)
+        except PipelineMismatch:
+            # bmv2 answers FAILED_PRECONDITION when it has no pipeline.
+            cfg = p4runtime_pb2.ForwardingPipelineConfig()
         has = bool(cfg.p4info.tables or cfg.p4info.actions)
         if not has:
             await self.push_pipeline(raw=True)

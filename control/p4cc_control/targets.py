@@ -120,6 +120,14 @@ class Target:
     def port_settings(self) -> Dict[int, dict]:
         return {p: dict(s) for p, s in self.applied.items()}
 
+    # -- registers outside P4Runtime ---------------------------------------------
+    def read_register(self, name: str, index: Optional[int] = None) -> Dict[int, int]:
+        """For servers whose P4Runtime cannot read registers (bmv2)."""
+        raise TargetError(f"the {self.name} target has no other way to read registers")
+
+    def write_register(self, name: str, index: int, value: int):
+        raise TargetError(f"the {self.name} target has no other way to write registers")
+
     def reapply(self):
         """After a switch restart: put back every knob set through us."""
         for port, s in self.applied.items():
@@ -186,7 +194,10 @@ class Bmv2Target(Target):
                 out = self._run_cli(["show_ports"])
             except TargetError:
                 return None  # no Thrift here: only range checks
-            ports = [int(m.group(1)) for m in re.finditer(r"^(?:RuntimeCmd: )?\s*(\d+)\s+\|", out, re.M)]
+            # runtime_CLI's show_ports prints centred columns:
+            #   "    1         veth1        UP     "
+            ports = [int(m.group(1)) for m in re.finditer(
+                r"^(?:RuntimeCmd:)?\s*(\d+)\s+\S+\s+(?:UP|DOWN)\b", out, re.M)]
             self._ports_cache = ports
         return self._ports_cache
 
@@ -216,6 +227,23 @@ class Bmv2Target(Target):
     def reapply(self):
         self._ports_cache = None
         super().reapply()
+
+    # bmv2's P4Runtime server answers UNIMPLEMENTED for RegisterEntry; its
+    # Thrift runtime has register_read/register_write.
+    def read_register(self, name: str, index: Optional[int] = None) -> Dict[int, int]:
+        cmd = f"register_read {name}" + ("" if index is None else f" {int(index)}")
+        out = self._run_cli([cmd])
+        m = re.search(re.escape(name) + r"\[(\d+)\]=\s*(\d+)", out)
+        if m:
+            return {int(m.group(1)): int(m.group(2))}
+        m = re.search(re.escape(name) + r"=\s*([\d, ]*)", out)
+        if not m:
+            raise TargetError(f"cannot parse register_read output: {out.strip()[-200:]}")
+        vals = [int(v) for v in m.group(1).replace(" ", "").split(",") if v]
+        return dict(enumerate(vals))
+
+    def write_register(self, name: str, index: int, value: int):
+        self._run_cli([f"register_write {name} {int(index)} {int(value)}"])
 
     def describe(self) -> dict:
         d = super().describe()

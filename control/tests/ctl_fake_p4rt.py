@@ -100,6 +100,9 @@ class FakeP4Runtime(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     async def GetForwardingPipelineConfig(self, request, context):
         resp = p4runtime_pb2.GetForwardingPipelineConfigResponse()
+        if self.config is None:  # as bmv2 answers (the embedded target: empty config)
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                "No forwarding pipeline config set for this device")
         if self.config is not None:
             resp.config.p4info.CopyFrom(self.config.p4info)
             resp.config.cookie.CopyFrom(self.config.cookie)

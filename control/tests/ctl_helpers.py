@@ -15,7 +15,7 @@ if CONTROL not in sys.path:
 import p4cc_control  # noqa: E402,F401  (selects the protobuf backend first)
 from p4.config.v1 import p4info_pb2  # noqa: E402
 
-from p4cc_control.p4info import P4Info, load_p4info  # noqa: E402
+from p4cc_control.p4info import P4Info  # noqa: E402
 
 # Where the compiled program is looked for: the committed build, then the
 # scratch dir the brief's p4c command writes to, then $P4CC_P4INFO.

@@ -124,10 +124,11 @@ cmds = sys.stdin.read().split("\n")
 print("Obtaining JSON from switch...\nDone\nControl utility for runtime P4 table manipulation")
 for c in cmds:
     if c == "show_ports":
-        print("RuntimeCmd: port # | iface name       | status | extra info")
-        print("========================================================")
-        print("1        | veth1            | UP     | ")
-        print("2        | veth2            | UP     | ")
+        # runtime_CLI.do_show_ports' format
+        print("RuntimeCmd: " + "{:^10}{:^20}{:^10}{}".format("port #", "iface name", "status", "extra info"))
+        print("=" * 50)
+        print("{:^10}{:^20}{:^10}{}".format(1, "veth1", "UP", ""))
+        print("{:^10}{:^20}{:^10}{}".format(2, "veth2", "DOWN", ""))
     elif c.startswith("set_queue_rate") or c.startswith("set_queue_depth"):
         if "999999999999" in c:
             print("RuntimeCmd: Error: invalid rate")
