@@ -83,7 +83,9 @@ class P4ccTest(BaseTest):
         self.sw.tables["switch_config"].set_default("set_switch_id", {"switch_id": SWITCH_ID})
         self.sw.tables["postcard_config"].set_default("NoAction")
         self.sw.clone_sessions.delete(POSTCARD_SESSION, missing_ok=True)
-        self.sw.registers["postcard_sample_count"].write(0, 0)
+        # Through P4Runtime, or Thrift on bmv2 (its P4Runtime server has no
+        # register support).
+        self.ops.write_register("postcard_sample_count", 0, 0)
         for c in COUNTERS:
             self.sw.counters[c].reset()
         self.unthrottle()
