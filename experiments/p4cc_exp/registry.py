@@ -1,11 +1,12 @@
 """Every reproducible experiment, by id."""
 from __future__ import annotations
 
+from .defs.dctcp_convergence import DctcpConvergence
 from .defs.dctcp_queue import DctcpQueue
 from .defs.pcc_lossy import PccLossy
 from .defs.timely_incast import TimelyIncast
 
-EXPERIMENTS = {e.id: e for e in (DctcpQueue(), TimelyIncast(), PccLossy())}
+EXPERIMENTS = {e.id: e for e in (DctcpQueue(), DctcpConvergence(), TimelyIncast(), PccLossy())}
 
 
 def get(name: str):

@@ -30,8 +30,12 @@ class CompareProtocols(Experiment):
     def senders(self, p) -> list[str]:
         return [f"h{i}" for i in range(1, p["senders"] + 1)]
 
+    def run_seconds(self, p) -> float:
+        """How long the senders send."""
+        return p["duration"]
+
     def arm_seconds(self, p):
-        return p["duration"] + 2
+        return self.run_seconds(p) + 2
 
     def sender_args(self, lab, arm, p, host, i, outdir) -> list[str]:
         s = arm.settings
@@ -61,7 +65,7 @@ class CompareProtocols(Experiment):
                    for i, h in enumerate(senders)]
         progress.sleep(p["warmup"], lab.check_alive)
         c0 = lab.counters(switch, port)
-        window = max(0.5, p["duration"] - p["warmup"] - 0.5)
+        window = max(0.5, self.run_seconds(p) - p["warmup"] - 0.5)
         progress.sleep(window, lab.check_alive)
         c1 = lab.counters(switch, port)
         for proc in running:
