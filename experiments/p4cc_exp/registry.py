@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from .defs.dctcp_convergence import DctcpConvergence
 from .defs.dctcp_queue import DctcpQueue
+from .defs.fct import Fct
 from .defs.pcc_lossy import PccLossy
 from .defs.timely_incast import TimelyIncast
 
-EXPERIMENTS = {e.id: e for e in (DctcpQueue(), DctcpConvergence(), TimelyIncast(), PccLossy())}
+EXPERIMENTS = {e.id: e for e in (DctcpQueue(), DctcpConvergence(), TimelyIncast(), PccLossy(), Fct())}
 
 
 def get(name: str):

@@ -1,0 +1,113 @@
+"""Dukkipati & McKeown (CCR 2006) Fig. 2: flow-completion time against flow
+size for Pareto-sized flows arriving as a Poisson process, beside the
+processor-sharing ideal FCT = 1.5·RTT + size / (C·(1 − ρ))."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from p4cc_topo import load_topology
+
+from .. import series
+from ..experiment import Arm
+from ..params import Param, rate_bps, seconds, str_list
+from ..stats import mean, percentile
+from .compare import CompareProtocols, cc_label
+
+SIZE_BINS = (0, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 1e7, 1e9)
+
+
+class Fct(CompareProtocols):
+    id = "fct"
+    title = "Flow-completion time vs flow size"
+    source = "Dukkipati & McKeown (CCR 2006) Fig. 2"
+    description = ("Senders open flows to one receiver with Poisson arrivals at a target "
+                   "load and Pareto sizes. The FCT of each flow is compared with what "
+                   "processor sharing would give (1.5 RTT + size / (C(1 − ρ))).")
+    params = [
+        Param("rate", "100Mbps", "bottleneck rate", rate_bps, 1e6, 1e9),
+        Param("rtt", "20ms", "base round-trip time (paper: 100 ms)", seconds, 0, 2),
+        Param("buffer", 200, "bottleneck buffer, packets", int, 1, 100_000),
+        Param("senders", 5, "hosts opening flows (paper seed: 50)", int, 1, 50),
+        Param("load", 0.5, "offered load ρ", float, 0.05, 0.95),
+        Param("flows", 300, "flows in all (seed: 500)", int, 10, 100_000),
+        Param("shape", 1.2, "Pareto shape (paper: 1.2-1.4)", float, 1.01, 3),
+        Param("mean_bytes", 25_000, "mean flow size, bytes (25 packets of 1000 B)", int, 1000, 10**8),
+        Param("protocols", "cubic,reno", "kernel TCP algorithms", str_list),
+        Param("duration", 20, "seconds of arrivals at most", seconds, 1, 3600),
+        Param("warmup", 0, "seconds before the first counter reading", seconds, 0, 60),
+        Param("seed", 1, "random seed (sizes, arrivals)", int),
+    ]
+
+    def topology(self, p):
+        return load_topology("dumbbell", n_senders=p["senders"], bottleneck_bps=p["rate"],
+                             access_bps=p["rate"], delay_us=f"{p['rtt'] / 4 * 1e6:.0f}us",
+                             buffer_pkts=p["buffer"], ecn_k_pkts=None)
+
+    def arms(self, p):
+        return [Arm(cc, f"{cc_label(cc)} (kernel TCP)", {"cc": cc, "datapath": "kernel"})
+                for cc in p["protocols"]]
+
+    def sender_args(self, lab, arm, p, host, i, outdir):
+        n = p["senders"]
+        return ["gen", "--datapath", "tcp", "--cc", arm.settings["cc"],
+                "--flow-id-base", str(1 + i * 1_000_000), "--seed", str(p["seed"] * 1000 + i),
+                "--out", str(outdir / host), "poisson", "--dst", lab.ip(self.receiver),
+                "--load", f"{p['load'] / n:g}", "--link-mbps", f"{p['rate'] / 1e6:g}",
+                "--pareto-shape", f"{p['shape']:g}", "--mean-bytes", str(p["mean_bytes"]),
+                "--flows", str(max(1, p["flows"] // n)), "--duration-s", f"{p['duration']:g}"]
+
+    def ideal_fct(self, p, size):
+        return 1.5 * p["rtt"] + size * 8 / (p["rate"] * (1 - p["load"]))
+
+    def analyse(self, p, results):
+        summary, checks = {}, {}
+        for name, r in results.items():
+            flows = series.flows([Path(r["outdir"]) / h for h in r["senders"]])
+            done = [f for f in flows if f["status"] == "complete" and f.get("fct_ns")]
+            rows = []
+            for lo, hi in zip(SIZE_BINS, SIZE_BINS[1:]):
+                fcts = [int(f["fct_ns"]) / 1e9 for f in done if lo <= int(f["size_bytes"]) < hi]
+                if fcts:
+                    mid = math.sqrt(max(lo, 1000) * hi) if hi < 1e9 else lo * 2
+                    rows.append({"size_from": lo, "size_to": hi, "flows": len(fcts),
+                                 "fct_mean_s": mean(fcts), "fct_p99_s": percentile(fcts, 99),
+                                 "ps_ideal_s": self.ideal_fct(p, mid)})
+            slow = [int(f["fct_ns"]) / 1e9 / self.ideal_fct(p, int(f["size_bytes"])) for f in done]
+            summary[name] = {"label": r["label"], "flows": len(flows), "completed": len(done),
+                             "mean_slowdown_vs_ps": mean(slow),
+                             "median_slowdown_vs_ps": percentile(slow, 50), "by_size": rows}
+            checks[f"{r['label']}: ≥ 95% of flows completed ({len(done)}/{len(flows)})"] = \
+                bool(flows) and len(done) >= 0.95 * len(flows)
+        return summary, checks
+
+    def plot(self, p, results, summary, outdir):
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(7, 4.2))
+        sizes = []
+        for name, r in results.items():
+            flows = series.flows([Path(r["outdir"]) / h for h in r["senders"]])
+            done = [f for f in flows if f["status"] == "complete" and f.get("fct_ns")]
+            sizes += [int(f["size_bytes"]) for f in done]
+            ax.scatter([int(f["size_bytes"]) for f in done], [int(f["fct_ns"]) / 1e9 for f in done],
+                       s=4, alpha=0.4, label=f"{r['label']} (flows)")
+            rows = summary[name]["by_size"]
+            ax.plot([math.sqrt(max(x["size_from"], 1000) * x["size_to"]) for x in rows],
+                    [x["fct_mean_s"] for x in rows], marker="o", label=f"{r['label']} (mean)")
+        lo, hi = (min(sizes), max(sizes)) if sizes else (1e3, 1e6)
+        xs = [lo * (hi / lo) ** (k / 50) for k in range(51)]
+        ax.plot(xs, [self.ideal_fct(p, x) for x in xs], "k--", label="processor sharing")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("flow size (bytes)")
+        ax.set_ylabel("flow-completion time (s)")
+        ax.set_title(f"FCT at load {p['load']:g}, {p['rate'] / 1e6:.0f} Mbps, RTT "
+                     f"{p['rtt'] * 1e3:g} ms (cf. Dukkipati & McKeown Fig. 2)", fontsize=9)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = outdir / "fct_vs_size.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return [path]
