@@ -5,9 +5,10 @@ from .defs.dctcp_convergence import DctcpConvergence
 from .defs.dctcp_queue import DctcpQueue
 from .defs.fct import Fct
 from .defs.pcc_lossy import PccLossy
+from .defs.pcc_shallow import PccShallow
 from .defs.timely_incast import TimelyIncast
 
-EXPERIMENTS = {e.id: e for e in (DctcpQueue(), DctcpConvergence(), TimelyIncast(), PccLossy(), Fct())}
+EXPERIMENTS = {e.id: e for e in (DctcpQueue(), DctcpConvergence(), TimelyIncast(), PccLossy(), PccShallow(), Fct())}
 
 
 def get(name: str):

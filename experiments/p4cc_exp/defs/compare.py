@@ -52,8 +52,10 @@ class CompareProtocols(Experiment):
         s = arm.settings
         kernel = s.get("datapath", "user") == "kernel"
         switch, port = lab.port_of(self.receiver)
-        if "loss" in s:
-            lab.ops[switch].set_queue(port, loss=s["loss"])
+        # Per-arm link settings of the bottleneck (a sweep's variable).
+        knobs = {k: s[k] for k in ("loss", "depth_pkts") if k in s}
+        if knobs:
+            lab.ops[switch].set_queue(port, **knobs)
         procs = [lab.start_collector(outdir / "queue.csv")]
         rx_args = (["tcp-recv", "--listen", f"0.0.0.0:{TCP_PORT}", "--cc", s["cc"]] if kernel
                    else ["recv"])

@@ -1,0 +1,81 @@
+"""PCC Fig. 7: throughput against the bottleneck buffer, PCC vs Cubic, on
+a 100 Mbps bottleneck behind 1 Gbps access links."""
+from __future__ import annotations
+
+from p4cc_topo import load_topology
+
+from ..experiment import Arm
+from ..params import Param, rate_bps, seconds, str_list
+from .compare import CompareProtocols, cc_label
+
+
+class PccShallow(CompareProtocols):
+    id = "pcc-shallow"
+    title = "Throughput with shallow buffers"
+    source = "PCC (NSDI 2015) Fig. 7"
+    description = ("One flow from a 1 Gbps access link into a 100 Mbps bottleneck whose buffer "
+                   "is swept from a few packets up. Loss-based TCP needs about a BDP of buffer; "
+                   "PCC's utility keeps the link busy with far less.")
+    params = [
+        Param("rate", "100Mbps", "bottleneck rate", rate_bps, 1e6, 1e9),
+        Param("access", "1Gbps", "access link rate", rate_bps, 1e6, 1e10),
+        Param("rtt", "30ms", "base round-trip time", seconds, 0, 2),
+        Param("buffers", "5,20,75,275", "bottleneck buffers to sweep, packets (paper: 5-275)",
+              str_list),
+        Param("protocols", "pcc,cubic", "arms (user-space transport)", str_list),
+        Param("senders", 1, "flows", int, 1, 10),
+        Param("duration", 10, "seconds per point (paper: 60)", seconds, 2, 3600),
+        Param("warmup", 3, "seconds ignored at the start", seconds, 0, 600),
+        Param("seed", 1, "random seed", int),
+    ]
+
+    def topology(self, p):
+        return load_topology("dumbbell", n_senders=p["senders"], bottleneck_bps=p["rate"],
+                             access_bps=p["access"], delay_us=f"{p['rtt'] / 4 * 1e6:.0f}us",
+                             buffer_pkts=max(int(b) for b in p["buffers"]), ecn_k_pkts=None)
+
+    def arms(self, p):
+        buffers = [int(b) for b in p["buffers"]]
+        if min(buffers) < 1:
+            raise ValueError("buffers must be at least 1 packet")
+        return [Arm(f"{cc}-buf{b}", f"{cc_label(cc)}, {b}-packet buffer",
+                    {"cc": cc, "datapath": "user", "depth_pkts": b, "cc_params": {}})
+                for b in buffers for cc in p["protocols"]]
+
+    def analyse(self, p, results):
+        summary = {}
+        for name, r in results.items():
+            row = self.arm_summary(p, r)
+            row.update(buffer=r["settings"]["depth_pkts"], cc=r["settings"]["cc"])
+            summary[name] = row
+        checks = {}
+        small = min(int(b) for b in p["buffers"])
+        pcc = summary.get(f"pcc-buf{small}")
+        cubic = summary.get(f"cubic-buf{small}")
+        if pcc and cubic:
+            checks[f"PCC above Cubic with a {small}-packet buffer "
+                   f"({pcc['throughput_mbps']:.1f} vs {cubic['throughput_mbps']:.1f} Mbps)"] = \
+                pcc["throughput_mbps"] > 1.5 * cubic["throughput_mbps"]
+        return summary, checks
+
+    def plot(self, p, results, summary, outdir):
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(6, 3.6))
+        for cc in p["protocols"]:
+            rows = sorted((r["buffer"], r["throughput_mbps"]) for r in summary.values()
+                          if r["cc"] == cc)
+            ax.plot([b for b, _ in rows], [t for _, t in rows], marker="o", label=cc_label(cc))
+        bdp = p["rate"] * p["rtt"] / (8 * 1500)
+        ax.axvline(bdp, ls=":", color="gray", label=f"BDP ≈ {bdp:.0f} pkts")
+        ax.axhline(p["rate"] / 1e6, ls="--", color="k", lw=1, label="link rate")
+        ax.set_xscale("log")
+        ax.set_xlabel("bottleneck buffer (packets)")
+        ax.set_ylabel("throughput (Mbps)")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = outdir / "throughput_vs_buffer.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return [path]
