@@ -20,7 +20,7 @@ help:
 	@echo "make test         all tests: p4 output freshness, Rust, Python, PTF, integration"
 	@echo "make setup        install what p4cc needs (Debian packages, .venv, Rust builds)"
 	@echo "make p4           recompile p4src/ with p4c (needs p4c-bm2-ss)"
-	@echo "make ptf TARGET=embedded|bmv2   the PTF data-plane suite on one target"
+	@echo "make ptf [TARGET=embedded|bmv2]  the PTF data-plane suite (default: every target present)"
 	@echo "make bench        benchmarks that print figures (switch and hosts)"
 	@echo "make clean        remove anything a killed run left behind (netns, links, processes)"
 
@@ -44,8 +44,15 @@ p4-tna-check:
 test: setup
 	@bash scripts/test.sh
 
+# TARGET=auto runs every target present; a target not installed is skipped
+# with the reason.
 ptf: setup
-	$(PY) ptf-tests/run.py --target $(TARGET)
+	@if [ "$(TARGET)" = auto ]; then \
+	  $(PY) ptf-tests/run.py --target embedded && \
+	  $(PY) ptf-tests/run.py --target bmv2 --skip-if-absent; \
+	else \
+	  $(PY) ptf-tests/run.py --target $(TARGET) --skip-if-absent; \
+	fi
 
 bench: setup
 	bash switch/bench/bench.sh
