@@ -4,11 +4,12 @@ from __future__ import annotations
 from .defs.dctcp_convergence import DctcpConvergence
 from .defs.dctcp_queue import DctcpQueue
 from .defs.fct import Fct
+from .defs.pcc_friendliness import PccFriendliness
 from .defs.pcc_lossy import PccLossy
 from .defs.pcc_shallow import PccShallow
 from .defs.timely_incast import TimelyIncast
 
-EXPERIMENTS = {e.id: e for e in (DctcpQueue(), DctcpConvergence(), TimelyIncast(), PccLossy(), PccShallow(), Fct())}
+EXPERIMENTS = {e.id: e for e in (DctcpQueue(), DctcpConvergence(), TimelyIncast(), PccLossy(), PccShallow(), PccFriendliness(), Fct())}
 
 
 def get(name: str):

@@ -1,0 +1,90 @@
+"""The PCC seeds' own friendliness test: five TCP flows share a
+bottleneck; then one of them is replaced by PCC. How much do the four
+remaining TCP flows keep? (100 Mbps, 30 ms RTT, 375 KB buffer.)"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from p4cc_topo import load_topology
+
+from ..experiment import Arm
+from ..params import Param, rate_bps, seconds
+from .compare import CompareProtocols, cc_label
+
+
+class PccFriendliness(CompareProtocols):
+    id = "pcc-friendliness"
+    title = "Friendliness: what TCP keeps next to PCC"
+    source = "PCC seed 001 (CS244 '16), own test"
+    description = ("Five senders share a 100 Mbps bottleneck. In the baseline all five run "
+                   "TCP; in the second arm sender 1 runs PCC instead. The TCP flows' share "
+                   "in both arms says how friendly PCC is to TCP.")
+    params = [
+        Param("rate", "100Mbps", "bottleneck rate", rate_bps, 1e6, 1e9),
+        Param("rtt", "30ms", "base round-trip time", seconds, 0, 2),
+        Param("buffer", 250, "bottleneck buffer, packets (375 KB)", int, 1, 100_000),
+        Param("senders", 5, "flows", int, 2, 20),
+        Param("tcp", "cubic", "the TCP (user-space transport)", str),
+        Param("pcc", "pcc", "the PCC variant (pcc, pcc-vivace)", str),
+        Param("duration", 20, "seconds per arm", seconds, 2, 3600),
+        Param("warmup", 5, "seconds ignored at the start", seconds, 0, 600),
+        Param("seed", 1, "random seed", int),
+    ]
+
+    def topology(self, p):
+        return load_topology("dumbbell", n_senders=p["senders"], bottleneck_bps=p["rate"],
+                             access_bps=p["rate"], delay_us=f"{p['rtt'] / 4 * 1e6:.0f}us",
+                             buffer_pkts=p["buffer"], ecn_k_pkts=None)
+
+    def arms(self, p):
+        n = p["senders"]
+        return [Arm("all-tcp", f"{n} × {cc_label(p['tcp'])}",
+                    {"ccs": [p["tcp"]] * n, "cc": p["tcp"], "datapath": "user"}),
+                Arm("one-pcc", f"1 × {cc_label(p['pcc'])} + {n - 1} × {cc_label(p['tcp'])}",
+                    {"ccs": [p["pcc"]] + [p["tcp"]] * (n - 1), "cc": p["tcp"], "datapath": "user"})]
+
+    def sender_args(self, lab, arm, p, host, i, outdir):
+        mine = replace(arm, settings={**arm.settings, "cc": arm.settings["ccs"][i]})
+        return super().sender_args(lab, mine, p, host, i, outdir)
+
+    def analyse(self, p, results):
+        summary = {}
+        for name, r in results.items():
+            row = self.arm_summary(p, r)
+            ccs = r["settings"]["ccs"]
+            flows = row["per_flow_mbps"]
+            row["tcp_flows_mbps"] = sum(x for x, cc in zip(flows, ccs) if cc == p["tcp"])
+            row["tcp_flows_of_4"] = sum(x for x, cc in zip(flows[1:], ccs[1:]) if cc == p["tcp"])
+            summary[name] = row
+        checks = {}
+        base, mixed = summary.get("all-tcp"), summary.get("one-pcc")
+        if base and mixed:
+            kept = mixed["tcp_flows_of_4"] / base["tcp_flows_of_4"] if base["tcp_flows_of_4"] else 0
+            summary["tcp_kept_fraction"] = kept
+            checks[f"both arms keep the link busy ({base['utilisation'] * 100:.0f}% / "
+                   f"{mixed['utilisation'] * 100:.0f}%)"] = \
+                min(base["utilisation"], mixed["utilisation"]) > 0.8
+        return summary, checks
+
+    def plot(self, p, results, summary, outdir):
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(6, 3.6))
+        names = [n for n in results if n in summary]
+        for k, name in enumerate(names):
+            bottom = 0.0
+            for i, (mbps, cc) in enumerate(zip(summary[name]["per_flow_mbps"],
+                                               results[name]["settings"]["ccs"])):
+                ax.bar(k, mbps, bottom=bottom, color="tab:orange" if cc != p["tcp"] else "tab:blue",
+                       edgecolor="white")
+                bottom += mbps
+        ax.set_xticks(range(len(names)), [summary[n]["label"] for n in names])
+        ax.axhline(p["rate"] / 1e6, ls="--", color="k", lw=1)
+        ax.set_ylabel("throughput (Mbps), one block per flow")
+        ax.set_title("orange: PCC, blue: TCP", fontsize=9)
+        fig.tight_layout()
+        path = outdir / "shares.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return [path]
