@@ -29,6 +29,10 @@ class Experiment:
     def arms(self, p: dict) -> list[Arm]:
         raise NotImplementedError
 
+    def arm_topology(self, p: dict, arm: Arm) -> Any:
+        """The topology of one arm (a sweep over link properties changes it)."""
+        return self.topology(p)
+
     def arm_seconds(self, p: dict) -> float:
         """Planned wall time of one arm (for the progress display)."""
         raise NotImplementedError

@@ -6,10 +6,11 @@ from .defs.dctcp_queue import DctcpQueue
 from .defs.fct import Fct
 from .defs.pcc_friendliness import PccFriendliness
 from .defs.pcc_lossy import PccLossy
+from .defs.pcc_rtt_fairness import PccRttFairness
 from .defs.pcc_shallow import PccShallow
 from .defs.timely_incast import TimelyIncast
 
-EXPERIMENTS = {e.id: e for e in (DctcpQueue(), DctcpConvergence(), TimelyIncast(), PccLossy(), PccShallow(), PccFriendliness(), Fct())}
+EXPERIMENTS = {e.id: e for e in (DctcpQueue(), DctcpConvergence(), TimelyIncast(), PccLossy(), PccShallow(), PccFriendliness(), PccRttFairness(), Fct())}
 
 
 def get(name: str):

@@ -55,12 +55,11 @@ def run(exp: Experiment, target: str = "auto", overrides: list[str] | None = Non
     progress = Progress(SETUP_S + len(arms) * (exp.arm_seconds(p) + SETUP_S) + ANALYSIS_S)
     results: dict[str, dict] = {}
     try:
-        topo = exp.topology(p)
         for arm in arms:
             # A fresh network per arm: no queue, counter or socket state
             # leaks from one protocol's run into the next.
             progress.phase(f"setting up ({arm.label})", SETUP_S)
-            with Lab(topo, target, outdir / arm.name, seed=p.get("seed", 1),
+            with Lab(exp.arm_topology(p, arm), target, outdir / arm.name, seed=p.get("seed", 1),
                      postcard_one_in_n=exp.postcard_one_in_n(p)) as lab:
                 meta["target"] = lab.net.target
                 progress.phase(arm.label, exp.arm_seconds(p))

@@ -1,0 +1,101 @@
+"""PCC's RTT-fairness figure: a long-RTT flow against a 10 ms flow on a
+shared 100 Mbps bottleneck (buffer = 1 BDP of the short flow); the long
+flow's throughput relative to the short one's, for PCC, Reno and Cubic."""
+from __future__ import annotations
+
+from p4cc_topo import load_topology
+
+from ..experiment import Arm
+from ..params import Param, rate_bps, seconds, str_list
+from ..stats import percentile
+from .compare import CompareProtocols, cc_label
+
+BOTTLENECK_ONE_WAY_S = 0.0005
+
+
+class PccRttFairness(CompareProtocols):
+    id = "pcc-rtt-fairness"
+    title = "RTT fairness: a long-RTT flow against a 10 ms flow"
+    source = "PCC (NSDI 2015) RTT-fairness figure"
+    description = ("Two flows share a 100 Mbps bottleneck: one with a 10 ms RTT, one with a "
+                   "longer RTT. TCP's rate falls with RTT; PCC's utility is RTT-independent, "
+                   "so its long flow should keep a fairer share.")
+    params = [
+        Param("rate", "100Mbps", "bottleneck rate", rate_bps, 1e6, 1e9),
+        Param("short_rtt", "10ms", "RTT of the short flow", seconds, 0.002, 1),
+        Param("long_rtts", "20ms,50ms,100ms", "RTTs of the long flow (paper: 20-100 ms)", str_list),
+        Param("protocols", "pcc,reno,cubic", "arms (user-space transport)", str_list),
+        Param("runs", 1, "runs per point (min/median/max over runs)", int, 1, 20),
+        Param("duration", 15, "seconds per run", seconds, 2, 3600),
+        Param("warmup", 4, "seconds ignored at the start", seconds, 0, 600),
+        Param("seed", 1, "random seed", int),
+    ]
+
+    def senders(self, p):
+        return ["h1", "h2"]     # h1: the short-RTT flow, h2: the long one
+
+    def topology(self, p):
+        return self.arm_topology(p, self.arms(p)[0])
+
+    def arm_topology(self, p, arm):
+        short, long_ = p["short_rtt"], arm.settings["long_rtt"]
+        bdp_pkts = max(2, int(p["rate"] * short / (8 * 1500)))
+        access = [f"{(rtt / 2 - BOTTLENECK_ONE_WAY_S) * 1e6:.0f}us" for rtt in (short, long_)]
+        return load_topology("dumbbell", n_senders=2, bottleneck_bps=p["rate"], access_bps=p["rate"],
+                             delay_us=f"{BOTTLENECK_ONE_WAY_S * 1e6:.0f}us",
+                             access_delay_us=access, buffer_pkts=bdp_pkts, ecn_k_pkts=None)
+
+    def arms(self, p):
+        rtts = [seconds(x) for x in p["long_rtts"]]
+        return [Arm(f"{cc}-rtt{rtt * 1e3:g}ms-run{k + 1}",
+                    f"{cc_label(cc)}, long RTT {rtt * 1e3:g} ms, run {k + 1}",
+                    {"cc": cc, "datapath": "user", "long_rtt": rtt, "cc_params": {}})
+                for rtt in rtts for cc in p["protocols"] for k in range(p["runs"])]
+
+    def analyse(self, p, results):
+        summary, points = {}, {}
+        for name, r in results.items():
+            row = self.arm_summary(p, r)
+            short_mbps, long_mbps = (row["per_flow_mbps"] + [0.0, 0.0])[:2]
+            rel = long_mbps / short_mbps if short_mbps > 0 else 0.0
+            row.update(cc=r["settings"]["cc"], long_rtt_ms=r["settings"]["long_rtt"] * 1e3,
+                       relative_throughput=rel)
+            summary[name] = row
+            points.setdefault((row["cc"], row["long_rtt_ms"]), []).append(rel)
+        summary["relative_throughput"] = {
+            f"{cc} @ {rtt:g} ms": {"min": min(v), "median": percentile(v, 50), "max": max(v)}
+            for (cc, rtt), v in sorted(points.items())}
+        checks = {}
+        longest = max(seconds(x) for x in p["long_rtts"]) * 1e3
+        pcc = points.get(("pcc", longest))
+        for tcp in ("reno", "cubic"):
+            other = points.get((tcp, longest))
+            if pcc and other:
+                checks[f"PCC's long flow fairer than {tcp}'s at {longest:g} ms "
+                       f"({percentile(pcc, 50):.2f} vs {percentile(other, 50):.2f})"] = \
+                    percentile(pcc, 50) >= percentile(other, 50)
+        return summary, checks
+
+    def plot(self, p, results, summary, outdir):
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(6, 3.6))
+        for cc in p["protocols"]:
+            rows = sorted((v["long_rtt_ms"], v["relative_throughput"]) for v in summary.values()
+                          if isinstance(v, dict) and v.get("cc") == cc)
+            rtts = sorted({r for r, _ in rows})
+            med = [percentile([x for r, x in rows if r == rtt], 50) for rtt in rtts]
+            lo = [min(x for r, x in rows if r == rtt) for rtt in rtts]
+            hi = [max(x for r, x in rows if r == rtt) for rtt in rtts]
+            ax.errorbar(rtts, med, yerr=[[m - l for m, l in zip(med, lo)], [h - m for m, h in zip(med, hi)]],
+                        marker="o", capsize=3, label=cc_label(cc))
+        ax.axhline(1.0, ls="--", color="k", lw=1, label="fair")
+        ax.set_xlabel("RTT of the long flow (ms)")
+        ax.set_ylabel("long / short flow throughput")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = outdir / "relative_throughput.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return [path]
