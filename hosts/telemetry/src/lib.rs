@@ -7,6 +7,7 @@
 //!
 //! Both parsers take untrusted bytes and return errors, never panic.
 
+pub mod be;
 pub mod collector;
 pub mod postcard;
 pub mod shim;

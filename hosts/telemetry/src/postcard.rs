@@ -26,6 +26,7 @@
 //! 50   4   pkt_len
 //! ```
 
+use crate::be::{be16, be32, be64};
 use std::net::Ipv4Addr;
 use thiserror::Error;
 
@@ -61,17 +62,6 @@ pub enum PostcardError {
     BadVersion(u8),
 }
 
-fn be16(b: &[u8], o: usize) -> u16 {
-    u16::from_be_bytes([b[o], b[o + 1]])
-}
-fn be32(b: &[u8], o: usize) -> u32 {
-    u32::from_be_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
-}
-fn be64(b: &[u8], o: usize) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[o..o + 8]);
-    u64::from_be_bytes(a)
-}
 
 impl Postcard {
     pub fn parse(b: &[u8]) -> Result<Postcard, PostcardError> {

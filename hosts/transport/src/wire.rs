@@ -2,6 +2,7 @@
 //! packets; ACKs carry no shim). All integers big-endian. See
 //! docs/transport.md for the byte-by-byte tables.
 
+use telemetry::be::{be16, be32, be64};
 use telemetry::shim::{HopRecord, HOP_LEN, MAX_HOPS, SHIM_FIXED_LEN, SHIM_ROOM};
 use telemetry::{DepthUnit, Shim, ShimError};
 use thiserror::Error;
@@ -68,17 +69,6 @@ pub enum WireError {
     Inconsistent(&'static str),
 }
 
-fn be16(b: &[u8], o: usize) -> u16 {
-    u16::from_be_bytes([b[o], b[o + 1]])
-}
-fn be32(b: &[u8], o: usize) -> u32 {
-    u32::from_be_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
-}
-fn be64(b: &[u8], o: usize) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[o..o + 8]);
-    u64::from_be_bytes(a)
-}
 
 /// Header of DATA and ABORT packets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
