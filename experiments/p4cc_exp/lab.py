@@ -4,6 +4,7 @@ controller → switch → host agents → files in the results folder.
 """
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import time
@@ -71,7 +72,7 @@ class Lab:
 
     def _configure(self) -> None:
         self.view = self.net.switch_view()
-        (self.outdir / "switch_view.json").write_text(__import__("json").dumps(self.view, indent=1, default=str))
+        (self.outdir / "switch_view.json").write_text(json.dumps(self.view, indent=1, default=str))
         ctl_topo = CtlTopology(self.view, source="switch view")
         for name, desc in self.view["switches"].items():
             sw = Switch.connect(desc["grpc_addr"], device_id=int(desc.get("device_id", 1)),

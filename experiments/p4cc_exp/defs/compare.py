@@ -77,7 +77,8 @@ class CompareProtocols(Experiment):
                 pass
         stop(procs)
         return {"outdir": str(outdir), "port": port, "senders": senders, "label": arm.label,
-                "settings": s, "tx_bytes": c1["tx_bytes"] - c0["tx_bytes"], "window_s": window}
+                "settings": s, "tx_bytes": c1["tx_bytes"] - c0["tx_bytes"],
+                "ce_marks": c1["ce_marks"] - c0["ce_marks"], "window_s": window}
 
     def arm_summary(self, p, r) -> dict:
         out = Path(r["outdir"])

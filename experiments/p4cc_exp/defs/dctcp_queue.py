@@ -7,17 +7,16 @@ from pathlib import Path
 from p4cc_topo import load_topology
 
 from .. import series
-from ..experiment import Arm, Experiment
-from ..lab import stop
+from ..experiment import Arm
 from ..params import Param, rate_bps, seconds, str_list
 from ..stats import mean, percentile
 from ..theory import dctcp_sawtooth
+from .compare import CompareProtocols
 
 DATAPATHS = {"kernel": "kernel TCP", "user": "user-space transport"}
-TCP_PORT = 7361
 
 
-class DctcpQueue(Experiment):
+class DctcpQueue(CompareProtocols):
     id = "dctcp-queue"
     title = "Queue occupancy: DCTCP vs TCP"
     source = "DCTCP (SIGCOMM 2010) Fig. 1"
@@ -59,58 +58,20 @@ class DctcpQueue(Experiment):
                                  f"({DATAPATHS[d]})", {"datapath": d, "cc": cc})
                 for d in p["datapaths"] for cc in ("dctcp", p["tcp"])]
 
-    def arm_seconds(self, p):
-        return p["duration"] + 2
-
     def postcard_one_in_n(self, p):
         return p["sample"] or max(1, round(p["rate"] / 100e6))
 
-    def run_arm(self, lab, arm, p, progress, outdir: Path) -> dict:
-        d, cc = arm.settings["datapath"], arm.settings["cc"]
-        senders = [f"h{i}" for i in range(1, p["senders"] + 1)]
-        switch, port = lab.port_of("rx")
-        rx_ip = lab.ip("rx")
-        if d == "kernel" and cc == "dctcp":
+    def sender_args(self, lab, arm, p, host, i, outdir):
+        cc, kernel = arm.settings["cc"], arm.settings["datapath"] == "kernel"
+        if kernel and cc == "dctcp":
             lab.ensure_kernel_dctcp()
-        procs = [lab.start_collector(outdir / "queue.csv")]
-        if d == "kernel":
-            # DCTCP's receiver half (exact ECE echo) lives in the receiving socket.
-            procs.append(lab.start("rx", ["tcp-recv", "--listen", f"0.0.0.0:{TCP_PORT}",
-                                          "--cc", cc, "--out", str(outdir / "rx")], log="rx.log"))
-        else:
-            procs.append(lab.start("rx", ["recv", "--out", str(outdir / "rx")], log="rx.log"))
-        progress.sleep(0.5)
         # The paper's TCP saw a drop-tail queue: unless asked, the TCP arm
         # does not negotiate ECN, so the switch's K never applies to it.
-        tcp_ecn = cc == "dctcp" or bool(p["tcp_ecn"])
-        senders_p = []
-        for i, h in enumerate(senders):
-            if d == "kernel":
-                lab.net.run(h, ["sysctl", "-qw", f"net.ipv4.tcp_ecn={1 if tcp_ecn else 0}"],
-                            check=True)
-            common = ["--cc", cc, "--duration-s", f"{p['duration']}", "--flow-id-base", str(i + 1),
-                      "--seed", str(p["seed"] + i), "--out", str(outdir / h)]
-            if d == "kernel":
-                args = ["tcp-send", "--dst", f"{rx_ip}:{TCP_PORT}", *common]
-            else:
-                args = ["send", "--dst", rx_ip, *common] + ([] if tcp_ecn else ["--no-ecn"])
-            senders_p.append(lab.start(h, args, log=f"{h}.log"))
-        progress.sleep(p["warmup"], lab.check_alive)
-        c0 = lab.counters(switch, port)
-        progress.sleep(max(0.0, p["duration"] - p["warmup"] - 0.5), lab.check_alive)
-        c1 = lab.counters(switch, port)
-        window = p["duration"] - p["warmup"] - 0.5
-        for s in senders_p:
-            try:
-                s.wait(timeout=15)
-            except Exception:
-                pass
-        stop(procs)
-        return {"outdir": str(outdir), "port": port, "senders": senders, "cc": cc, "datapath": d,
-                "label": arm.label, "tx_bytes": c1["tx_bytes"] - c0["tx_bytes"],
-                "tx_pkts": c1["tx_packets"] - c0["tx_packets"],
-                "ce_marks": c1.get("ce_marks", 0) - c0.get("ce_marks", 0),
-                "window_s": window}
+        ecn = cc == "dctcp" or bool(p["tcp_ecn"])
+        if kernel:
+            lab.net.run(host, ["sysctl", "-qw", f"net.ipv4.tcp_ecn={int(ecn)}"], check=True)
+        args = super().sender_args(lab, arm, p, host, i, outdir)
+        return args if ecn or kernel else [*args, "--no-ecn"]
 
     def analyse(self, p, results):
         summary, checks = {}, {}
