@@ -11,6 +11,10 @@ use crate::state::State;
 #[derive(Clone, Debug)]
 pub(crate) enum Prim {
     Assign(LValue, Expr),
+    /// Direct forms of `Assign` (see simplify.rs): `value` already fitted.
+    SetConst { dst: usize, value: u128 },
+    SetArg { dst: usize, arg: usize, mask: u128 },
+    CopyField { dst: usize, src: usize, mask: u128 },
     AssignHeader(HdrRef, HdrRef),
     AssignUnion(UnionRef, UnionRef),
     AssignStack(usize, usize),
@@ -139,6 +143,9 @@ pub(crate) fn run(x: &mut Exec, pkt: &mut Pkt, prims: &[Prim], args: &[u128]) {
                     pkt.phv.set(p, s, v);
                 }
             }
+            Prim::SetConst { dst, value } => pkt.phv.f[*dst] = *value,
+            Prim::SetArg { dst, arg, mask } => pkt.phv.f[*dst] = args.get(*arg).copied().unwrap_or(0) & mask,
+            Prim::CopyField { dst, src, mask } => pkt.phv.f[*dst] = pkt.phv.f[*src] & mask,
             Prim::AssignHeader(d, s) => {
                 let c = ctx!();
                 if let (Some(d), Some(s)) = (c.hdr(d), c.hdr(s)) {

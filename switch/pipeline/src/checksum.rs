@@ -3,7 +3,8 @@
 //! evaluation of `calculations` (inputs bit-packed exactly like bmv2's
 //! BufBuilder: fields of invalid headers skipped, payload appended).
 
-use crate::phv::{write_bits, Phv};
+use crate::bits::BitWriter;
+use crate::phv::Phv;
 use crate::program::{Calc, CalcInput, HashAlgo, Program};
 use std::sync::OnceLock;
 
@@ -151,33 +152,25 @@ pub(crate) fn algo_by_name(name: &str) -> Option<HashAlgo> {
 /// Builds the calculation input (bmv2 BufBuilder) into `buf`.
 pub(crate) fn build_input(p: &Program, c: &Calc, phv: &Phv, payload: &[u8], buf: &mut Vec<u8>) {
     buf.clear();
-    let mut bits = 0usize;
-    let mut push = |buf: &mut Vec<u8>, w: u32, v: u128| {
-        let nb = bits + w as usize;
-        buf.resize(nb.div_ceil(8), 0);
-        write_bits(buf, bits, w, v);
-        bits = nb;
-    };
+    let mut w = BitWriter::new(buf);
     let mut with_payload = false;
     for inp in &c.inputs {
         match inp {
             CalcInput::Field { slot, header } => {
                 if phv.valid[*header] {
-                    push(buf, p.slots[*slot].width, phv.f[*slot]);
+                    w.write(p.slots[*slot].width, phv.f[*slot]);
                 }
             }
-            CalcInput::Const { value, bits: w } => push(buf, *w, *value),
+            CalcInput::Const { value, bits } => w.write(*bits, *value),
             CalcInput::Header(h) => {
                 if phv.valid[*h] {
-                    let hd = &p.headers[*h];
-                    for i in 0..hd.nfields {
-                        push(buf, p.slots[hd.first_slot + i].width, phv.f[hd.first_slot + i]);
-                    }
+                    phv.deparse_into(p, *h, &mut w);
                 }
             }
             CalcInput::Payload => with_payload = true,
         }
     }
+    w.finish();
     if with_payload {
         buf.extend_from_slice(payload);
     }
@@ -193,8 +186,10 @@ pub(crate) fn calc_output(p: &Program, c: &Calc, phv: &Phv, payload: &[u8], buf:
 pub(crate) fn ipv4_checksum(p: &Program, h: usize, phv: &Phv, buf: &mut Vec<u8>) -> u64 {
     let nbytes = p.headers[h].nbytes;
     buf.clear();
+    let mut w = BitWriter::new(buf);
+    phv.deparse_into(p, h, &mut w);
+    w.finish();
     buf.resize(nbytes, 0);
-    phv.deparse_into(p, h, buf, 0);
     if nbytes >= 12 {
         buf[10] = 0;
         buf[11] = 0;

@@ -1277,10 +1277,10 @@ fn pipelines(c: &C) -> R<Pipes> {
             let next = if nt.get("__HIT__").is_some() || nt.get("__MISS__").is_some() {
                 NextMode::HitMiss { hit: node(nt.get("__HIT__"), &at)?, miss: node(nt.get("__MISS__"), &at)? }
             } else {
-                let mut m = HashMap::new();
+                let mut m = Vec::with_capacity(action_ids.len());
                 for &a in &action_ids {
                     let an = &c.action_infos[a].name;
-                    m.insert(a, node(nt.get(an.as_str()), &at)?);
+                    m.push((a, node(nt.get(an.as_str()), &at)?));
                 }
                 NextMode::ByAction(m)
             };
@@ -1351,7 +1351,8 @@ fn pipelines(c: &C) -> R<Pipes> {
                 has_const_entries: !const_entries.is_empty(),
                 needs_priority: kind == TableKind::Ternary,
             });
-            out.table_defs.push(TableDef { keys, kind, next, base_default_next, default, const_entries });
+            let fixed = if keys.is_empty() && default_is_const && const_entries.is_empty() { default.clone() } else { None };
+            out.table_defs.push(TableDef { keys, kind, next, base_default_next, default, const_entries, fixed });
         }
         for x in conds {
             let at = format!("conditional '{}'", name_of(x));
@@ -1451,6 +1452,8 @@ pub(crate) fn load(text: &str) -> R<Program> {
             .ok_or_else(|| LoadError::bad(format!("counter '{}'", ci.name), format!("bound to unknown table '{binding}'")))?;
         ci.table = Some(TableId(t));
         pipes.table_infos[t].direct_counter = Some(ci.id);
+        // A direct counter counts every hit: the table must be looked up.
+        pipes.table_defs[t].fixed = None;
     }
     let mut table_by_name = HashMap::new();
     for (i, t) in pipes.table_infos.iter().enumerate() {
@@ -1461,7 +1464,7 @@ pub(crate) fn load(text: &str) -> R<Program> {
         action_by_name.entry(a.name.clone()).or_insert(i);
     }
     let vset_key_widths = c.vset_key_widths.iter().map(|w| w.clone().unwrap_or_default()).collect();
-    let prog = Program {
+    let mut prog = Program {
         htypes: c.htypes,
         headers: c.headers,
         slots: c.slots,
@@ -1493,6 +1496,7 @@ pub(crate) fn load(text: &str) -> R<Program> {
         counter_by_name: c.counter_by_name,
         register_by_name: c.register_by_name,
     };
+    crate::simplify::simplify(&mut prog);
     // const entries must be valid entries
     for t in 0..prog.table_defs.len() {
         if let Err(e) = crate::tables::TableState::validate_const(&prog, t) {

@@ -6,6 +6,7 @@
 //! drop, checksum update, deparser, recirculation and truncation.
 
 use crate::actions::{self, Exec};
+use crate::bits::BitWriter;
 use crate::expr::Ctx;
 use crate::parser;
 use crate::phv::Phv;
@@ -47,6 +48,26 @@ pub(crate) struct Pkt {
 }
 
 impl Pkt {
+    /// A packet as the parser finds it (from a recycled one when possible).
+    fn fresh(p: &Program, pool: &mut Vec<Box<Pkt>>, len: u32) -> Box<Pkt> {
+        match pool.pop() {
+            Some(mut k) => {
+                k.phv.reset(p);
+                k.payload.clear();
+                k.ingress_length = len;
+                k.pkt_len_reg = len;
+                k.truncate = None;
+                k.clone = None;
+                k.resubmit = 0;
+                k.recirculate = 0;
+                k.exit = false;
+                k.assert_failed = false;
+                k
+            }
+            None => Box::new(Pkt::new(p, len)),
+        }
+    }
+
     fn new(p: &Program, len: u32) -> Pkt {
         Pkt {
             phv: Phv::new(p),
@@ -66,7 +87,9 @@ impl Pkt {
 /// A packet between ingress and egress: its PHV and payload.
 #[derive(Clone, Debug)]
 pub struct Queued {
-    pkt: Pkt,
+    // Boxed: a packet is moved half a dozen times between ingress and
+    // egress, and a pointer moves cheaper than the struct.
+    pkt: Box<Pkt>,
     egress_port: u32,
     recirc: bool,
     session_truncate: Option<u32>,
@@ -109,7 +132,12 @@ pub struct QueueMeta {
     pub enq_timestamp_us: u64,
 }
 
+/// Packets kept for reuse: allocating a PHV (a few KB) and a payload
+/// buffer for every packet cost about a tenth of the packet's time.
+const POOL_MAX: usize = 256;
+
 struct Scratch {
+    pool: Vec<Box<Pkt>>,
     rng: Rng,
     buf: Vec<u8>,
     key: Vec<u128>,
@@ -167,6 +195,15 @@ fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt, star
             }
             Node::Table(t) => {
                 let def = &p.table_defs[t];
+                if let Some((a, args)) = &def.fixed {
+                    let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
+                    actions::run(&mut x, pkt, &p.action_defs[*a].prims, args);
+                    node = match &def.next {
+                        NextMode::HitMiss { miss, .. } => *miss,
+                        NextMode::ByAction(m) => m.iter().find(|(x, _)| x == a).and_then(|(_, n)| *n),
+                    };
+                    continue;
+                }
                 s.key.clear();
                 for k in &def.keys {
                     let mut v = match k.src {
@@ -195,7 +232,7 @@ fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt, star
                         }
                     }
                     NextMode::ByAction(m) => match res.action {
-                        Some(a) => m.get(&a).copied().flatten(),
+                        Some(a) => m.iter().find(|(x, _)| *x == a).and_then(|(_, n)| *n),
                         None => def.base_default_next,
                     },
                 }
@@ -216,7 +253,7 @@ impl Engine {
         Engine {
             state,
             prog,
-            s: Scratch { rng: Rng::new(seed), buf: Vec::new(), key: Vec::new(), lpm: Vec::new(), args: Vec::new() },
+            s: Scratch { pool: Vec::new(), rng: Rng::new(seed), buf: Vec::new(), key: Vec::new(), lpm: Vec::new(), args: Vec::new() },
         }
     }
 
@@ -230,7 +267,7 @@ impl Engine {
         let prog = self.prog.clone();
         let p = &*prog;
         let len = frame.len() as u32;
-        let mut pkt = Pkt::new(p, len);
+        let mut pkt = Pkt::fresh(p, &mut self.s.pool, len);
         let sm = p.sm;
         sm_set(p, &mut pkt.phv, sm.ingress_port, ingress_port as i128);
         sm_set(p, &mut pkt.phv, sm.packet_length, len as i128);
@@ -247,7 +284,7 @@ impl Engine {
         self.ingress_common(pkt, &frame, port, out, 0);
     }
 
-    fn ingress_common(&mut self, mut pkt: Pkt, frame: &[u8], ingress_port: u32, out: &mut Vec<Queued>, depth: u32) {
+    fn ingress_common(&mut self, mut pkt: Box<Pkt>, frame: &[u8], ingress_port: u32, out: &mut Vec<Queued>, depth: u32) {
         let prog = self.prog.clone();
         let p = &*prog;
         let state_arc = self.state.clone();
@@ -258,7 +295,7 @@ impl Engine {
         run_pipeline(p, state, &mut self.s, &mut pkt, p.ingress_start);
         pkt.exit = false;
         if pkt.assert_failed {
-            return;
+            return self.recycle(pkt);
         }
         let egress_spec = sm.egress_spec.map_or(0, |s| pkt.phv.f[s] as u32);
         let mgid = sm.mcast_grp.map_or(0, |s| pkt.phv.f[s] as u16);
@@ -266,7 +303,7 @@ impl Engine {
         // I2E clone: re-parse the original frame, preserve the field list.
         if let Some((session, fl)) = pkt.clone.take() {
             if let Some(cs) = state.clone_session(session as u32) {
-                let mut c = Pkt::new(p, pkt.ingress_length);
+                let mut c = Pkt::fresh(p, &mut self.s.pool, pkt.ingress_length);
                 sm_set(p, &mut c.phv, sm.ingress_port, ingress_port as i128);
                 self.parse_into(&mut c, frame);
                 c.phv.reset_metadata(p);
@@ -279,14 +316,15 @@ impl Engine {
 
         if pkt.resubmit != 0 {
             if depth >= MAX_RESUBMITS {
-                return;
+                return self.recycle(pkt);
             }
-            let mut r = Pkt::new(p, pkt.ingress_length);
+            let mut r = Pkt::fresh(p, &mut self.s.pool, pkt.ingress_length);
             r.phv.reset_metadata(p);
             copy_field_list(p, &mut r.phv, &pkt.phv, pkt.resubmit);
             sm_set(p, &mut r.phv, sm.instance_type, instance_type::RESUBMIT as i128);
             sm_set(p, &mut r.phv, sm.packet_length, pkt.ingress_length as i128);
             let port = sm.ingress_port.map_or(0, |s| r.phv.f[s] as u32);
+            self.recycle(pkt);
             self.ingress_common(r, frame, port, out, depth + 1);
             return;
         }
@@ -299,7 +337,7 @@ impl Engine {
         }
 
         if egress_spec == DROP_PORT {
-            return;
+            return self.recycle(pkt);
         }
         sm_set(p, &mut pkt.phv, sm.instance_type, instance_type::NORMAL as i128);
         self.enqueue(pkt, egress_spec, None, false, out);
@@ -321,7 +359,7 @@ impl Engine {
         parsed
     }
 
-    fn replicate(&mut self, pkt: Pkt, replicas: &[Replica], trunc: Option<u32>, out: &mut Vec<Queued>) {
+    fn replicate(&mut self, pkt: Box<Pkt>, replicas: &[Replica], trunc: Option<u32>, out: &mut Vec<Queued>) {
         let prog = self.prog.clone();
         let p = &*prog;
         let n = replicas.len();
@@ -343,7 +381,7 @@ impl Engine {
         }
     }
 
-    fn enqueue(&self, pkt: Pkt, port: u32, trunc: Option<u32>, recirc: bool, out: &mut Vec<Queued>) {
+    fn enqueue(&self, pkt: Box<Pkt>, port: u32, trunc: Option<u32>, recirc: bool, out: &mut Vec<Queued>) {
         let p = &*self.prog;
         if let Some(s) = p.sm.priority {
             // simple_switch with one queue per port drops other priorities
@@ -383,35 +421,38 @@ impl Engine {
 
         if let Some((session, fl)) = pkt.clone.take() {
             if let Some(cs) = state.clone_session(session as u32) {
-                let mut c = Pkt::new(p, pkt.ingress_length);
+                let mut c = Pkt::fresh(p, &mut self.s.pool, pkt.ingress_length);
                 c.phv.copy_from(&pkt.phv);
                 c.phv.reset_metadata(p);
                 copy_field_list(p, &mut c.phv, &pkt.phv, fl);
                 sm_set(p, &mut c.phv, sm.instance_type, instance_type::EGRESS_CLONE as i128);
-                c.payload = pkt.payload.clone();
+                c.payload.extend_from_slice(&pkt.payload);
                 c.pkt_len_reg = pkt.pkt_len_reg;
                 self.replicate(c, &cs.replicas, cs.truncate, requeue);
             }
         }
 
         if pkt.assert_failed {
+            self.recycle(pkt);
             return None;
         }
         let egress_spec = sm.egress_spec.map_or(0, |s| pkt.phv.f[s] as u32);
         if egress_spec == DROP_PORT {
+            self.recycle(pkt);
             return None;
         }
 
         let mut frame = self.deparse(&mut pkt);
 
         if pkt.recirculate != 0 {
-            let mut r = Pkt::new(p, frame.len() as u32);
+            let mut r = Pkt::fresh(p, &mut self.s.pool, frame.len() as u32);
             r.phv.reset_metadata(p);
             copy_field_list(p, &mut r.phv, &pkt.phv, pkt.recirculate);
             sm_set(p, &mut r.phv, sm.instance_type, instance_type::RECIRC as i128);
             sm_set(p, &mut r.phv, sm.packet_length, frame.len() as i128);
             r.payload = frame;
             self.enqueue(r, port, None, true, requeue);
+            self.recycle(pkt);
             return None;
         }
 
@@ -422,7 +463,14 @@ impl Engine {
         if let Some(l) = limit {
             frame.truncate(l);
         }
+        self.recycle(pkt);
         Some(frame)
+    }
+
+    fn recycle(&mut self, pkt: Box<Pkt>) {
+        if self.s.pool.len() < POOL_MAX {
+            self.s.pool.push(pkt);
+        }
     }
 
     fn deparse(&mut self, pkt: &mut Pkt) -> Vec<u8> {
@@ -430,13 +478,15 @@ impl Engine {
         let mut x = Exec { p, state: &self.state, rng: &mut self.s.rng, buf: &mut self.s.buf, drop_port: DROP_PORT };
         parser::update_checksums(&mut x, pkt);
         let hlen = p.header_bytes(&pkt.phv.valid);
-        let mut frame = vec![0u8; hlen];
-        let mut bit = 0;
+        let mut frame = Vec::with_capacity(hlen + pkt.payload.len());
+        let mut w = BitWriter::new(&mut frame);
         for &h in &p.deparser {
             if pkt.phv.valid[h] {
-                bit = pkt.phv.deparse_into(p, h, &mut frame, bit);
+                pkt.phv.deparse_into(p, h, &mut w);
             }
         }
+        w.finish();
+        frame.resize(hlen, 0);
         let payload = match pkt.truncate {
             Some(t) => &pkt.payload[..pkt.payload.len().min(t)],
             None => &pkt.payload[..],

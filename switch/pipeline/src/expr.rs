@@ -48,6 +48,10 @@ pub(crate) enum Expr {
     Const(i128),
     Bool(bool),
     Field(usize),
+    /// Direct forms (see simplify.rs): a fixed header's validity; a
+    /// field tested as a boolean.
+    ValidHdr(usize),
+    FieldNonZero(usize),
     /// The hidden `$valid$` field: 1 if valid.
     ValidBit(Box<HdrRef>),
     Valid(Box<HdrRef>),
@@ -123,6 +127,8 @@ impl<'a> Ctx<'a> {
         match e {
             Expr::Const(v) => *v,
             Expr::Field(s) => load(&self.p.slots[*s], self.phv.f[*s]),
+            Expr::ValidHdr(h) => self.phv.valid[*h] as i128,
+            Expr::FieldNonZero(s) => (self.phv.f[*s] != 0) as i128,
             Expr::Local(i) => self.args.get(*i).copied().unwrap_or(0) as i128,
             Expr::ValidBit(h) => self.hdr(h).map(|h| self.phv.valid[h] as i128).unwrap_or(0),
             Expr::StackLast { stack, off } => {
@@ -292,6 +298,8 @@ impl<'a> Ctx<'a> {
     pub fn eval_bool(&self, e: &Expr) -> bool {
         match e {
             Expr::Bool(b) => *b,
+            Expr::ValidHdr(h) => self.phv.valid[*h],
+            Expr::FieldNonZero(s) => self.phv.f[*s] != 0,
             Expr::Valid(h) => self.hdr(h).map(|h| self.phv.valid[h]).unwrap_or(false),
             Expr::ValidUnion(u) => {
                 let u = self.union(u);

@@ -7,6 +7,7 @@
 //! at arrival, [`Engine::egress`] when the packet leaves its queue.
 
 mod actions;
+mod bits;
 mod checksum;
 mod compile;
 mod engine;
@@ -17,6 +18,7 @@ mod parser;
 mod phv;
 mod program;
 mod rng;
+mod simplify;
 mod state;
 mod tables;
 
@@ -41,3 +43,4 @@ mod send_sync {
         is_send::<crate::Queued>();
     }
 }
+

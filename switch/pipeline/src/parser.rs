@@ -6,7 +6,7 @@ use crate::actions::{self, lvalue_slot, Exec};
 use crate::checksum::{calc_output, ipv4_checksum};
 use crate::engine::Pkt;
 use crate::expr::Ctx;
-use crate::phv::read_bits;
+use crate::bits::read_bits;
 use crate::program::{ChecksumDef, ChecksumKind, ParserOp, Program, SetSrc, TransCase, TransKey};
 
 const MAX_STATES: usize = 100_000;

@@ -2,6 +2,7 @@
 //! to the field width, signed fields as two's complement bit patterns),
 //! header validity bits and the `next` index of every header stack.
 
+use crate::bits::{BitReader, BitWriter};
 use crate::program::{Program, SlotInfo};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -138,109 +139,21 @@ impl Phv {
         self.next.copy_from_slice(&src.next);
     }
 
-    /// Extracts header `h` from `data` (which must hold enough bytes).
+    /// Extracts header `h` from `data` (bits past its end read as zero).
     pub fn extract(&mut self, p: &Program, h: usize, data: &[u8]) {
         let hd = &p.headers[h];
-        let mut bit = 0usize;
-        for i in 0..hd.nfields {
-            let w = p.slots[hd.first_slot + i].width;
-            self.f[hd.first_slot + i] = read_bits(data, bit, w);
-            bit += w as usize;
+        let mut r = BitReader::new(data);
+        for s in hd.first_slot..hd.first_slot + hd.nfields {
+            self.f[s] = r.read(p.slots[s].width);
         }
         self.set_valid(p, h);
     }
 
-    /// Writes header `h` into `out` at bit offset `bit` (out already sized).
-    pub fn deparse_into(&self, p: &Program, h: usize, out: &mut [u8], mut bit: usize) -> usize {
+    /// Appends header `h` to `out`.
+    pub fn deparse_into(&self, p: &Program, h: usize, out: &mut BitWriter) {
         let hd = &p.headers[h];
-        for i in 0..hd.nfields {
-            let w = p.slots[hd.first_slot + i].width;
-            write_bits(out, bit, w, self.f[hd.first_slot + i]);
-            bit += w as usize;
+        for s in hd.first_slot..hd.first_slot + hd.nfields {
+            out.write(p.slots[s].width, self.f[s]);
         }
-        bit
-    }
-}
-
-/// Reads `width` (<= 128) bits starting at bit `bit` of `data`, big-endian.
-/// Bits beyond the end of `data` read as zero.
-pub(crate) fn read_bits(data: &[u8], bit: usize, width: u32) -> u128 {
-    let mut v: u128 = 0;
-    let mut remaining = width as usize;
-    let mut pos = bit;
-    if pos.is_multiple_of(8) && remaining.is_multiple_of(8) {
-        let start = pos / 8;
-        for i in 0..remaining / 8 {
-            v = (v << 8) | *data.get(start + i).unwrap_or(&0) as u128;
-        }
-        return v;
-    }
-    while remaining > 0 {
-        let byte = *data.get(pos / 8).unwrap_or(&0) as u32;
-        let bo = pos % 8;
-        let avail = 8 - bo;
-        let take = avail.min(remaining);
-        let bits = (byte >> (avail - take)) & ((1u32 << take) - 1);
-        v = (v << take) | bits as u128;
-        pos += take;
-        remaining -= take;
-    }
-    v
-}
-
-/// Writes the low `width` bits of `v` at bit `bit` of `out`, big-endian.
-/// Bits beyond the end of `out` are dropped.
-pub(crate) fn write_bits(out: &mut [u8], bit: usize, width: u32, v: u128) {
-    let mut remaining = width as usize;
-    let mut pos = bit;
-    if pos.is_multiple_of(8) && remaining.is_multiple_of(8) {
-        let start = pos / 8;
-        let n = remaining / 8;
-        for i in 0..n {
-            if let Some(b) = out.get_mut(start + i) {
-                *b = (v >> (8 * (n - 1 - i))) as u8;
-            }
-        }
-        return;
-    }
-    while remaining > 0 {
-        let bo = pos % 8;
-        let avail = 8 - bo;
-        let take = avail.min(remaining);
-        let shift = remaining - take;
-        let bits = ((v >> shift) as u32) & ((1u32 << take) - 1);
-        let m = (((1u32 << take) - 1) << (avail - take)) as u8;
-        if let Some(b) = out.get_mut(pos / 8) {
-            *b = (*b & !m) | ((bits << (avail - take)) as u8 & m);
-        }
-        pos += take;
-        remaining -= take;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    #[test]
-    fn bits_roundtrip() {
-        let data = [0x45u8, 0xb8, 0x12, 0x34, 0xff];
-        assert_eq!(read_bits(&data, 0, 4), 4);
-        assert_eq!(read_bits(&data, 4, 4), 5);
-        assert_eq!(read_bits(&data, 8, 6), 0x2e);
-        assert_eq!(read_bits(&data, 14, 2), 0);
-        assert_eq!(read_bits(&data, 16, 16), 0x1234);
-        assert_eq!(read_bits(&data, 36, 8), 0xf0); // past the end reads zero
-        let mut out = [0u8; 5];
-        write_bits(&mut out, 0, 4, 4);
-        write_bits(&mut out, 4, 4, 5);
-        write_bits(&mut out, 8, 6, 0x2e);
-        write_bits(&mut out, 14, 2, 0);
-        write_bits(&mut out, 16, 16, 0x1234);
-        write_bits(&mut out, 32, 8, 0xff);
-        assert_eq!(out, data);
-        let mut big = [0u8; 17];
-        write_bits(&mut big, 4, 128, u128::MAX - 5);
-        assert_eq!(read_bits(&big, 4, 128), u128::MAX - 5);
-        assert_eq!(big[0], 0x0f);
     }
 }

@@ -246,8 +246,9 @@ pub(crate) enum TableKind {
 
 #[derive(Clone, Debug)]
 pub(crate) enum NextMode {
-    /// `next_tables` maps each action (by program action index).
-    ByAction(HashMap<usize, Option<Node>>),
+    /// `next_tables` maps each action (by program action index). A table
+    /// has a handful of actions: a linear scan beats hashing here.
+    ByAction(Vec<(usize, Option<Node>)>),
     HitMiss { hit: Option<Node>, miss: Option<Node> },
 }
 
@@ -260,6 +261,11 @@ pub(crate) struct TableDef {
     /// Default entry from the program: (action, args).
     pub default: Option<(usize, Vec<u128>)>,
     pub const_entries: Vec<crate::tables::TableEntry>,
+    /// A table that can only ever run one action: no key (so no entries)
+    /// and a const default. p4c emits one such `tbl_*` per group of
+    /// statements outside any table; running the action directly spares
+    /// the lookup and the table lock.
+    pub fixed: Option<(usize, Vec<u128>)>,
 }
 
 #[derive(Clone, Debug)]

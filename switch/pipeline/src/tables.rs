@@ -297,6 +297,10 @@ impl TableState {
         if self.immutable {
             return Err(StateError::ConstEntries(info.name.clone()));
         }
+        if def.keys.is_empty() {
+            // P4Runtime: a table without match fields holds only its default entry.
+            return Err(StateError::BadKey(format!("table '{}' has no key: only its default action can be set", info.name)));
+        }
         let fm = canon(def, info, &e.key)?;
         let (action, args) = check_action(p, info, &e.action)?;
         let priority = if def.kind == TableKind::Ternary { e.priority } else { 0 };

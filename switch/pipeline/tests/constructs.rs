@@ -92,6 +92,27 @@ fn const_default_is_refused() {
     assert_eq!(run(&mut e, &ip_frame(1, 5, b""), 0, 0)[0].0, 5);
 }
 
+/// A table without a key holds only its default entry (P4Runtime): an
+/// entry is refused, whether the default is const or not.
+#[test]
+fn keyless_table_refuses_entries() {
+    for default_const in [true, false] {
+        let mut b = B::new();
+        let (fwd, _) = fwd_drop(&mut b);
+        b.table(false, "t", &[], &[fwd], (fwd, vec!["0x3"]), default_const, None, 16);
+        let (st, mut e) = setup(b.program());
+        let err = st
+            .table_insert(TableId(0), TableEntry { key: vec![], priority: 0, action: call(ActionId(fwd as usize), &[&[0, 4]]) })
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+        assert_eq!(run(&mut e, &ip_frame(1, 5, b""), 0, 0)[0].0, 3);
+        if !default_const {
+            st.table_set_default(TableId(0), call(ActionId(fwd as usize), &[&[0, 4]])).unwrap();
+            assert_eq!(run(&mut e, &ip_frame(1, 5, b""), 0, 0)[0].0, 4, "a settable default is looked up, not fixed");
+        }
+    }
+}
+
 #[test]
 fn lpm_longest_prefix_wins() {
     let mut b = B::new();
@@ -225,6 +246,59 @@ fn expressions_follow_bmv2_width_semantics() {
     assert_eq!(v(16), 4, "assignment wraps at the field width");
     assert_eq!(v(17), 0xff, "128-bit values shift right logically");
     assert_eq!(v(18), 0xc3);
+}
+
+/// The assignment forms the loader turns into direct instructions (a
+/// constant, an action parameter, a field, a masked field, a folded b2d)
+/// store what the general expression path stores, at every width.
+#[test]
+fn direct_assignment_forms() {
+    let mut b = B::new();
+    reg_out(&mut b);
+    let prims = vec![
+        assign(fld("scalars", "m8"), rd(0)),
+        out_w(0, fld("scalars", "m8")),
+        assign(fld("scalars", "m16"), rd(1)),
+        out_w(1, fld("scalars", "m16")),
+        assign(fld("scalars", "m8"), fld("ipv4", "dst")),
+        out_w(2, fld("scalars", "m8")),
+        assign(fld("scalars", "m16"), masked(fld("ipv4", "dst"), 12)),
+        out_w(3, fld("scalars", "m16")),
+        assign(fld("scalars", "m32"), ex("&", hex(0xff00), fld("ipv4", "dst"))),
+        out_w(4, fld("scalars", "m32")),
+        assign(fld("scalars", "s8"), hex(0xfe)),
+        out_w(5, fld("scalars", "s8")),
+        assign(fld("scalars", "m8"), neg(2)),
+        out_w(6, fld("scalars", "m8")),
+        assign(fld("scalars", "b"), un("b2d", json!({"type": "bool", "value": true}))),
+        out_w(7, fld("scalars", "b")),
+        assign(fld("scalars", "m8"), fld("scalars", "s8")),
+        out_w(8, fld("scalars", "m8")),
+        assign(fld("scalars", "s8"), rd(0)),
+        out_w(9, fld("scalars", "s8")),
+        assign(fld("scalars", "m128"), rd(2)),
+        out_w(10, fld("scalars", "m128")),
+        assign(fld("ipv4", "ttl"), masked(ex("+", fld("ipv4", "ttl"), hex(0xff)), 8)),
+        out_w(11, fld("ipv4", "ttl")),
+    ];
+    let a = b.action("a", &[("p8", 8), ("p16", 16), ("p128", 128)], prims);
+    // keyless with a const default: the action runs without a lookup
+    b.table(false, "t", &[], &[a], (a, vec!["0x9c", "0x1234", "0xffffffffffffffffffffffffffffff01"]), true, None, 1);
+    let (st, mut e) = setup(b.program());
+    run(&mut e, &ip_frame(0x0a0b0c0d, 64, b""), 0, 0);
+    let v = |i| out_r(&st, i);
+    assert_eq!(v(0), 0x9c);
+    assert_eq!(v(1), 0x1234);
+    assert_eq!(v(2), 0x0d, "a field is truncated to the destination width");
+    assert_eq!(v(3), 0xc0d);
+    assert_eq!(v(4), 0x0c00);
+    assert_eq!(v(5), (-2i128) as u128, "a signed destination reads back sign-extended");
+    assert_eq!(v(6), 0xfe);
+    assert_eq!(v(7), 1);
+    assert_eq!(v(8), 0xfe);
+    assert_eq!(v(9), (-100i128) as u128);
+    assert_eq!(v(10), 0xffffffffffffffffffffffffffffff01);
+    assert_eq!(v(11), 63);
 }
 
 #[test]

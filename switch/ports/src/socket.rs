@@ -14,6 +14,7 @@
 //! (TP_STATUS_CSUMNOTREADY) get their TCP/UDP checksum completed here.
 use std::ffi::CString;
 use std::io;
+use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{fence, AtomicU32, Ordering};
 use thiserror::Error;
@@ -302,20 +303,23 @@ impl PacketSocket {
         let mut sent = 0;
         let mut failed = 0;
         let mut i = 0;
-        let mut iov: [libc::iovec; CHUNK] = unsafe { std::mem::zeroed() };
-        let mut msgs: [libc::mmsghdr; CHUNK] = unsafe { std::mem::zeroed() };
+        // Only the first n entries are filled and read: zeroing all of both
+        // arrays (5 KB) on every call cost more than a small batch's work.
+        let mut iov = [const { MaybeUninit::<libc::iovec>::uninit() }; CHUNK];
+        let mut msgs = [const { MaybeUninit::<libc::mmsghdr>::uninit() }; CHUNK];
         while i < frames.len() {
             let n = (frames.len() - i).min(CHUNK);
             for k in 0..n {
                 let f = frames[i + k].as_ref();
-                iov[k] = libc::iovec { iov_base: f.as_ptr() as *mut libc::c_void, iov_len: f.len() };
-                let h = &mut msgs[k].msg_hdr;
-                *h = unsafe { std::mem::zeroed() };
-                h.msg_iov = &mut iov[k];
-                h.msg_iovlen = 1;
-                msgs[k].msg_len = 0;
+                let v = iov[k].write(libc::iovec { iov_base: f.as_ptr() as *mut libc::c_void, iov_len: f.len() });
+                // SAFETY: msghdr and mmsghdr are plain C structs; all-zero is valid.
+                let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                m.msg_hdr.msg_iov = v;
+                m.msg_hdr.msg_iovlen = 1;
+                msgs[k].write(m);
             }
-            let r = unsafe { libc::sendmmsg(self.fd.as_raw_fd(), msgs.as_mut_ptr(), n as u32, libc::MSG_DONTWAIT) };
+            // SAFETY: entries 0..n were written above.
+            let r = unsafe { libc::sendmmsg(self.fd.as_raw_fd(), msgs.as_mut_ptr() as *mut libc::mmsghdr, n as u32, libc::MSG_DONTWAIT) };
             if r > 0 {
                 sent += r as usize;
                 i += r as usize;
