@@ -229,6 +229,15 @@ if [ -n "$KINDS" ]; then
         done
         if [ -n "${BEST[b,$s]:-}" ] && [ "${BEST[c,$s]:-0}" -gt 0 ]; then
             echo "   payload $s B: p4cc-switch / trivial forwarder = $(awk "BEGIN{printf \"%.0f%%\", 100*${BEST[b,$s]}/${BEST[c,$s]}}")"
+            # Rounds run b and c back to back, so a round's ratio compares
+            # like with like; the median of them is steadier than best/best.
+            echo "   payload $s B: per-round ratios $(echo "${ALL[b,$s]}" "|" "${ALL[c,$s]}" | awk '{
+                n = 0; for (i = 1; $i != "|"; i++) n++
+                for (i = 1; i <= n; i++) r[i] = ($(n + 1 + i) > 0) ? 100 * $i / $(n + 1 + i) : 0
+                for (i = 2; i <= n; i++) { v = r[i]; for (j = i - 1; j >= 1 && r[j] > v; j--) r[j + 1] = r[j]; r[j + 1] = v }
+                out = ""; for (i = 1; i <= n; i++) out = out sprintf("%.0f%% ", r[i])
+                med = (n % 2) ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
+                printf "%s-> median %.0f%%", out, med }')"
         fi
         if [ -n "${BEST[b,$s]:-}" ] && [ "${BEST[d,$s]:-0}" -gt 0 ]; then
             echo "   payload $s B: p4cc-switch / bmv2 = $(awk "BEGIN{printf \"%.1fx\", ${BEST[b,$s]}/${BEST[d,$s]}}")"
