@@ -127,7 +127,7 @@ impl<'a> BitWriter<'a> {
         BitWriter { out, acc: 0, nbits: 0 }
     }
 
-    #[inline]
+    #[inline(always)]
     fn write64(&mut self, width: u32, v: u64) {
         // nbits < 64 here, so `width` more bits fit in the accumulator.
         self.acc = (self.acc << width) | (v & mask64(width)) as u128;
@@ -139,7 +139,7 @@ impl<'a> BitWriter<'a> {
     }
 
     /// Appends the low `width` (<= 128) bits of `v`.
-    #[inline]
+    #[inline(always)]
     pub fn write(&mut self, width: u32, v: u128) {
         if width <= 64 {
             self.write64(width, v as u64);

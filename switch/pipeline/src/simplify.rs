@@ -9,7 +9,7 @@
 use crate::actions::Prim;
 use crate::expr::{BinOp, Expr};
 use crate::phv::{fit, mask};
-use crate::program::{HdrRef, LValue, Program};
+use crate::program::{HdrRef, LValue, ParserOp, Program, SetSrc};
 
 /// Rewrites `p` in place.
 pub(crate) fn simplify(p: &mut Program) {
@@ -25,6 +25,32 @@ pub(crate) fn simplify(p: &mut Program) {
         simplify_expr(p, &mut c.expr);
     }
     p.conds = conds;
+    let mut states = std::mem::take(&mut p.parse_states);
+    for st in &mut states {
+        for op in &mut st.ops {
+            match op {
+                ParserOp::Prim(prim) => simplify_prim(p, prim),
+                ParserOp::Set { dst, src } => {
+                    simplify_lvalue(p, dst);
+                    if let SetSrc::Expr(e) = src {
+                        simplify_expr(p, e);
+                    }
+                }
+                ParserOp::Verify { cond, error } => {
+                    simplify_expr(p, cond);
+                    simplify_expr(p, error);
+                }
+                ParserOp::Advance(e) => simplify_expr(p, e),
+                ParserOp::Extract(_) | ParserOp::ExtractStack(_) => {}
+            }
+        }
+    }
+    p.parse_states = states;
+    let (mut verify, mut update) = (std::mem::take(&mut p.verify_checksums), std::mem::take(&mut p.update_checksums));
+    for cond in verify.iter_mut().chain(update.iter_mut()).filter_map(|c| c.cond.as_mut()) {
+        simplify_expr(p, cond);
+    }
+    (p.verify_checksums, p.update_checksums) = (verify, update);
 }
 
 fn simplify_prim(p: &Program, prim: &mut Prim) {
