@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .defs.dctcp_convergence import DctcpConvergence
 from .defs.dctcp_queue import DctcpQueue
+from .defs.dctcp_theory import DctcpTheory
 from .defs.fct import Fct
 from .defs.pcc_friendliness import PccFriendliness
 from .defs.pcc_lossy import PccLossy
@@ -10,7 +11,7 @@ from .defs.pcc_rtt_fairness import PccRttFairness
 from .defs.pcc_shallow import PccShallow
 from .defs.timely_incast import TimelyIncast
 
-EXPERIMENTS = {e.id: e for e in (DctcpQueue(), DctcpConvergence(), TimelyIncast(), PccLossy(), PccShallow(), PccFriendliness(), PccRttFairness(), Fct())}
+EXPERIMENTS = {e.id: e for e in (DctcpQueue(), DctcpTheory(), DctcpConvergence(), TimelyIncast(), PccLossy(), PccShallow(), PccFriendliness(), PccRttFairness(), Fct())}
 
 
 def get(name: str):

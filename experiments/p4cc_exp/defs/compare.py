@@ -30,6 +30,10 @@ class CompareProtocols(Experiment):
     def senders(self, p) -> list[str]:
         return [f"h{i}" for i in range(1, p["senders"] + 1)]
 
+    def arm_senders(self, p, arm) -> list[str]:
+        """The sending hosts of one arm (arms may differ in topology)."""
+        return self.senders(p)
+
     def run_seconds(self, p) -> float:
         """How long the senders send."""
         return p["duration"]
@@ -62,7 +66,7 @@ class CompareProtocols(Experiment):
         procs.append(lab.start(self.receiver, [*rx_args, "--out", str(outdir / "rx")],
                                log="rx.log"))
         progress.sleep(0.5)
-        senders = self.senders(p)
+        senders = self.arm_senders(p, arm)
         running = [lab.start(h, self.sender_args(lab, arm, p, h, i, outdir), log=f"{h}.log")
                    for i, h in enumerate(senders)]
         progress.sleep(p["warmup"], lab.check_alive)
