@@ -13,14 +13,18 @@ def _rows(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def postcards(path: Path, egress_port: int | None = None) -> list[dict]:
-    """Collector rows (queue reports), optionally of one egress port, as
-    numbers: t (unix s), depth, deq_depth, qdelay_us, ecn, len."""
+def postcards(path: Path, egress_port: int | None = None,
+              switch_id: int | None = None) -> list[dict]:
+    """Collector rows (queue reports), optionally of one egress port (of
+    one switch, with several reporting), as numbers: t (unix s), depth,
+    deq_depth, qdelay_us, ecn, len."""
     out = []
     for r in _rows(path):
         try:
             port = int(r["egress_port"])
             if egress_port is not None and port != egress_port:
+                continue
+            if switch_id is not None and int(r["switch_id"]) != switch_id:
                 continue
             out.append({"t": int(r["recv_unix_ns"]) / 1e9, "port": port,
                         "depth": int(r["enq_qdepth"]), "deq_depth": int(r["deq_qdepth"]),

@@ -69,6 +69,14 @@ class CompareProtocols(Experiment):
         senders = self.arm_senders(p, arm)
         running = [lab.start(h, self.sender_args(lab, arm, p, h, i, outdir), log=f"{h}.log")
                    for i, h in enumerate(senders)]
+        m = self.measure(lab, p, progress, switch, port, running, procs)
+        return {"outdir": str(outdir), "port": port, "senders": senders, "label": arm.label,
+                "settings": s, **m}
+
+    def measure(self, lab, p, progress, switch, port, running, procs) -> dict:
+        """Reads the bottleneck's counters over the run after the warm-up,
+        waits for the senders, stops the rest: tx_bytes, ce_marks and
+        window_s of that span."""
         progress.sleep(p["warmup"], lab.check_alive)
         c0 = lab.counters(switch, port)
         window = max(0.5, self.run_seconds(p) - p["warmup"] - 0.5)
@@ -80,8 +88,7 @@ class CompareProtocols(Experiment):
             except Exception:
                 pass
         stop(procs)
-        return {"outdir": str(outdir), "port": port, "senders": senders, "label": arm.label,
-                "settings": s, "tx_bytes": c1["tx_bytes"] - c0["tx_bytes"],
+        return {"tx_bytes": c1["tx_bytes"] - c0["tx_bytes"],
                 "ce_marks": c1["ce_marks"] - c0["ce_marks"], "window_s": window}
 
     def arm_summary(self, p, r) -> dict:

@@ -120,7 +120,7 @@ class DctcpConvergence(CompareProtocols):
             ax.set_xlabel("time (s)")
             ax.legend(fontsize=6, loc="upper right")
         axes[0][0].set_ylabel("throughput (Mbps)")
-        fig.suptitle(f"Flows joining every {p['interval']:g} s then leaving (cf. DCTCP Fig. 16)")
+        fig.suptitle(f"Flows joining every {p['interval']:g} s then leaving (cf. {self.source})")
         fig.tight_layout()
         path = outdir / "throughput_over_time.png"
         fig.savefig(path, dpi=110)

@@ -1,0 +1,43 @@
+"""pcc-convergence's analysis: windowed Jain index and per-flow deviation,
+and finding the shared link in a switch view."""
+import math
+
+import pytest
+
+from p4cc_exp.defs.pcc_convergence import bottleneck, window_stats
+
+
+def steady(rate, t0, t1, step=0.1):
+    return [(t0 + i * step, rate) for i in range(int((t1 - t0) / step))]
+
+
+def test_equal_steady_flows_are_fair_and_stable():
+    rates = {"1": steady(50, 0, 10), "2": steady(50, 0, 10)}
+    jain, sd = window_stats(rates, [1, 2], 0, 10, 2)
+    assert jain == pytest.approx(1.0)
+    assert sd == pytest.approx(0.0)
+
+
+def test_a_starved_flow_halves_the_index_of_two():
+    rates = {"1": steady(90, 0, 10), "2": steady(0.0, 0, 10)}
+    jain, _ = window_stats(rates, [1, 2], 0, 10, 2)
+    assert jain == pytest.approx(0.5)
+
+
+def test_deviation_is_over_window_averages():
+    # flow 1 alternates 40/60 every 2 s: window averages 40, 60, 40, 60, 40
+    r1 = [(t / 10, 40.0 if int(t / 20) % 2 == 0 else 60.0) for t in range(100)]
+    jain, sd = window_stats({"1": r1, "2": steady(50, 0, 10)}, [1, 2], 0, 10, 2)
+    xs = [40, 60, 40, 60, 40]
+    m = sum(xs) / 5
+    expect = math.sqrt(sum((x - m) ** 2 for x in xs) / 4) / 2  # flow 2 has none
+    assert sd == pytest.approx(expect)
+    assert 0.9 < jain < 1.0
+
+
+def test_bottleneck_is_s1_port_towards_s2():
+    view = {"switches": {"s1": {"switch_id": 7, "ports": {
+        "1": {"peer": "h1"}, "3": {"peer": "s2"}, "2": {"peer": "h2"}}}}}
+    assert bottleneck(view) == ("s1", 3, 7)
+    with pytest.raises(ValueError):
+        bottleneck({"switches": {"s1": {"switch_id": 1, "ports": {"1": {"peer": "h1"}}}}})
