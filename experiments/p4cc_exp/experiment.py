@@ -33,8 +33,8 @@ class Experiment:
         """The topology of one arm (a sweep over link properties changes it)."""
         return self.topology(p)
 
-    def arm_seconds(self, p: dict) -> float:
-        """Planned wall time of one arm (for the progress display)."""
+    def arm_seconds(self, p: dict, arm: Arm | None = None) -> float:
+        """Planned wall time of an arm (for the progress display)."""
         raise NotImplementedError
 
     def postcard_one_in_n(self, p: dict) -> int:

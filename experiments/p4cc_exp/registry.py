@@ -6,6 +6,7 @@ from .defs.dctcp_queue import DctcpQueue
 from .defs.dctcp_theory import DctcpTheory
 from .defs.fct import Fct
 from .defs.pcc_convergence import PccConvergence
+from .defs.pcc_fct import PccFct
 from .defs.pcc_friendliness import PccFriendliness
 from .defs.pcc_lossy import PccLossy
 from .defs.pcc_rtt_fairness import PccRttFairness
@@ -13,7 +14,7 @@ from .defs.pcc_satellite import PccSatellite
 from .defs.pcc_shallow import PccShallow
 from .defs.timely_incast import TimelyIncast
 
-EXPERIMENTS = {e.id: e for e in (DctcpQueue(), DctcpTheory(), DctcpConvergence(), TimelyIncast(), PccLossy(), PccShallow(), PccSatellite(), PccConvergence(), PccFriendliness(), PccRttFairness(), Fct())}
+EXPERIMENTS = {e.id: e for e in (DctcpQueue(), DctcpTheory(), DctcpConvergence(), TimelyIncast(), PccLossy(), PccShallow(), PccSatellite(), PccConvergence(), PccFriendliness(), PccRttFairness(), PccFct(), Fct())}
 
 
 def get(name: str):

@@ -52,7 +52,7 @@ def run(exp: Experiment, target: str = "auto", overrides: list[str] | None = Non
             "started": datetime.now().isoformat(timespec="seconds")}
     (outdir / "params.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
 
-    progress = Progress(SETUP_S + len(arms) * (exp.arm_seconds(p) + SETUP_S) + ANALYSIS_S)
+    progress = Progress(SETUP_S + sum(exp.arm_seconds(p, a) + SETUP_S for a in arms) + ANALYSIS_S)
     results: dict[str, dict] = {}
     try:
         for arm in arms:
@@ -62,7 +62,7 @@ def run(exp: Experiment, target: str = "auto", overrides: list[str] | None = Non
             with Lab(exp.arm_topology(p, arm), target, outdir / arm.name, seed=p.get("seed", 1),
                      postcard_one_in_n=exp.postcard_one_in_n(p)) as lab:
                 meta["target"] = lab.net.target
-                progress.phase(arm.label, exp.arm_seconds(p))
+                progress.phase(arm.label, exp.arm_seconds(p, arm))
                 results[arm.name] = exp.run_arm(lab, arm, p, progress, outdir / arm.name)
     except (LabError, OSError, RuntimeError) as e:
         raise RunError(f"{exp.id}: {e}") from e

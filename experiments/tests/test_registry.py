@@ -21,3 +21,18 @@ def test_experiment_definition_is_complete(name):
 def test_unknown_experiment_names_the_known_ones():
     with pytest.raises(KeyError, match="dctcp-queue"):
         get("nope")
+
+
+def test_pcc_fct_arms_last_as_long_as_their_arrivals():
+    from p4cc_exp.params import resolve
+    exp = get("pcc-fct")
+    p = resolve(exp.params, ["loads=0.2,0.8"])
+    arms = exp.arms(p)
+    assert [a.settings["load"] for a in arms] == [0.2, 0.2, 0.8, 0.8]
+    slow, fast = exp.run_seconds(p, arms[0]), exp.run_seconds(p, arms[-1])
+    tail = 40 * p["rtt"]
+    # 100 flows of 100 KB at 20 % of 15 Mbps take 4 times as long as at 80 %
+    assert slow - tail == pytest.approx(4 * (fast - tail))
+    assert slow - tail == pytest.approx(100 * 100_000 * 8 / (0.2 * 15e6))
+    with pytest.raises(ValueError):
+        exp.arms(resolve(exp.params, ["loads=0,0.5"]))

@@ -34,12 +34,12 @@ class CompareProtocols(Experiment):
         """The sending hosts of one arm (arms may differ in topology)."""
         return self.senders(p)
 
-    def run_seconds(self, p) -> float:
-        """How long the senders send."""
+    def run_seconds(self, p, arm=None) -> float:
+        """How long the senders of an arm send."""
         return p["duration"]
 
-    def arm_seconds(self, p):
-        return self.run_seconds(p) + 2
+    def arm_seconds(self, p, arm=None):
+        return self.run_seconds(p, arm) + 2
 
     def sender_args(self, lab, arm, p, host, i, outdir) -> list[str]:
         s = arm.settings
@@ -69,17 +69,17 @@ class CompareProtocols(Experiment):
         senders = self.arm_senders(p, arm)
         running = [lab.start(h, self.sender_args(lab, arm, p, h, i, outdir), log=f"{h}.log")
                    for i, h in enumerate(senders)]
-        m = self.measure(lab, p, progress, switch, port, running, procs)
+        m = self.measure(lab, arm, p, progress, switch, port, running, procs)
         return {"outdir": str(outdir), "port": port, "senders": senders, "label": arm.label,
                 "settings": s, **m}
 
-    def measure(self, lab, p, progress, switch, port, running, procs) -> dict:
+    def measure(self, lab, arm, p, progress, switch, port, running, procs) -> dict:
         """Reads the bottleneck's counters over the run after the warm-up,
         waits for the senders, stops the rest: tx_bytes, ce_marks and
         window_s of that span."""
         progress.sleep(p["warmup"], lab.check_alive)
         c0 = lab.counters(switch, port)
-        window = max(0.5, self.run_seconds(p) - p["warmup"] - 0.5)
+        window = max(0.5, self.run_seconds(p, arm) - p["warmup"] - 0.5)
         progress.sleep(window, lab.check_alive)
         c1 = lab.counters(switch, port)
         for proc in running:

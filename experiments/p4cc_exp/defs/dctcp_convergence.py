@@ -36,7 +36,7 @@ class DctcpConvergence(CompareProtocols):
         Param("seed", 1, "random seed", int),
     ]
 
-    def run_seconds(self, p):
+    def run_seconds(self, p, arm=None):
         return (2 * p["senders"] - 1) * p["interval"] + START_DELAY_S
 
     def topology(self, p):

@@ -123,7 +123,7 @@ class PccConvergence(DctcpConvergence):
                 "--start-at-unix-ns", str(t0), "--flow-id-base", str(i + 1),
                 "--seed", str(p["seed"] + i), "--out", str(outdir / h), "long",
                 "--flow", f"{lab.ip(f'r{i + 1}')},{start:g},{end:g}"], log=f"{h}.log"))
-        m = self.measure(lab, p, progress, switch, port, running, procs)
+        m = self.measure(lab, arm, p, progress, switch, port, running, procs)
         return {"outdir": str(outdir), "port": port, "switch_id": switch_id, "senders": senders,
                 "label": arm.label, "settings": arm.settings, **m}
 

@@ -1,0 +1,129 @@
+"""PCC's short-flow figure: flow-completion time against offered load,
+PCC vs TCP, for fixed-size flows arriving as a Poisson process on a
+15 Mbps, 60 ms link with a one-BDP buffer and TCP's initial window at 1."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import series
+from ..experiment import Arm
+from ..params import Param, rate_bps, seconds, str_list
+from ..stats import mean, percentile
+from .compare import cc_label
+from .fct import Fct
+
+# Time after the last arrival for the last flows to finish, in RTTs.
+TAIL_RTTS = 40
+
+
+class PccFct(Fct):
+    id = "pcc-fct"
+    title = "Flow-completion time vs load: PCC vs TCP"
+    source = "PCC (NSDI 2015) short-flow completion-time figure"
+    description = ("Flows of one size arrive as a Poisson process at a target load, one arm "
+                   "per load and protocol. The mean and 95th-percentile FCT are drawn against "
+                   "load beside processor sharing's 1.5·RTT + size/(C(1 − ρ)). PCC has no "
+                   "slow start to finish, TCP starts from one packet.")
+    params = [
+        Param("rate", "15Mbps", "bottleneck rate", rate_bps, 1e6, 1e9),
+        Param("rtt", "60ms", "base round-trip time", seconds, 0.001, 2),
+        Param("buffer", 0, "bottleneck buffer, packets (0: one BDP)", int, 0, 100_000),
+        Param("loads", "0.1,0.3,0.5,0.7,0.9", "offered loads, one arm each (paper: 10–90 %)",
+              str_list),
+        Param("flows", 100, "flows per load (paper: 500)", int, 10, 100_000),
+        Param("size", 100_000, "flow size, bytes", int, 1000, 10**9),
+        Param("senders", 2, "hosts opening flows", int, 1, 50),
+        Param("protocols", "pcc,cubic", "arms (user-space transport): pcc, pcc-vivace, cubic, "
+              "reno", str_list),
+        Param("init_cwnd", 1, "TCP's initial window, packets (the paper: 1)", int, 1, 1000),
+        Param("warmup", 0, "seconds before the first counter reading", seconds, 0, 60),
+        Param("seed", 1, "random seed (arrivals)", int),
+    ]
+
+    def _loads(self, p) -> list[float]:
+        try:
+            loads = sorted(float(x) for x in p["loads"])
+        except ValueError:
+            raise ValueError(f"loads: '{','.join(p['loads'])}' is not a list of numbers") from None
+        if not loads or loads[0] <= 0 or loads[-1] >= 1:
+            raise ValueError("loads must be within (0, 1)")
+        return loads
+
+    def _buffer(self, p) -> int:
+        return p["buffer"] or max(1, round(p["rate"] * p["rtt"] / (8 * 1500)))
+
+    def topology(self, p):
+        return super().topology({**p, "buffer": self._buffer(p)})
+
+    def arms(self, p):
+        return [Arm(f"{cc}-load{round(load * 100)}", f"{cc_label(cc)}, load {load:g}",
+                    {"cc": cc, "datapath": "user", "load": load})
+                for load in self._loads(p) for cc in p["protocols"]]
+
+    def run_seconds(self, p, arm=None):
+        load = arm.settings["load"] if arm else min(self._loads(p))
+        arrivals = p["flows"] * p["size"] * 8 / (load * p["rate"])
+        return arrivals + TAIL_RTTS * p["rtt"]
+
+    def sender_args(self, lab, arm, p, host, i, outdir):
+        n, s = p["senders"], arm.settings
+        arrivals = self.run_seconds(p, arm) - TAIL_RTTS * p["rtt"]
+        return ["gen", "--datapath", "udp", "--cc", s["cc"], "--init-cwnd", str(p["init_cwnd"]),
+                "--line-rate-mbps", f"{p['rate'] / 1e6:g}",
+                "--flow-id-base", str(1 + i * 1_000_000), "--seed", str(p["seed"] * 1000 + i),
+                "--out", str(outdir / host), "poisson", "--dst", lab.ip(self.receiver),
+                "--load", f"{s['load'] / n:g}", "--link-mbps", f"{p['rate'] / 1e6:g}",
+                "--fixed-bytes", str(p["size"]), "--flows", str(max(1, p["flows"] // n)),
+                "--duration-s", f"{arrivals * 1.5:g}"]
+
+    def ideal(self, p, load):
+        """Processor sharing's FCT of one flow (Dukkipati & McKeown)."""
+        return 1.5 * p["rtt"] + p["size"] * 8 / (p["rate"] * (1 - load))
+
+    def analyse(self, p, results):
+        summary, checks = {}, {}
+        for name, r in results.items():
+            flows = series.flows([Path(r["outdir"]) / h for h in r["senders"]])
+            fcts = [int(f["fct_ns"]) / 1e9 for f in flows
+                    if f["status"] == "complete" and f.get("fct_ns")]
+            load = r["settings"]["load"]
+            summary[name] = {"label": r["label"], "cc": r["settings"]["cc"], "load": load,
+                             "flows": len(flows), "completed": len(fcts),
+                             "fct_mean_s": mean(fcts), "fct_median_s": percentile(fcts, 50),
+                             "fct_p95_s": percentile(fcts, 95), "ps_ideal_s": self.ideal(p, load)}
+            checks[f"{r['label']}: ≥ 95% of flows completed ({len(fcts)}/{len(flows)})"] = \
+                bool(flows) and len(fcts) >= 0.95 * len(flows)
+        for cc in p["protocols"]:
+            rows = sorted((s["load"], s["fct_mean_s"]) for s in summary.values() if s["cc"] == cc)
+            if len(rows) >= 2:
+                (l0, f0), (l1, f1) = rows[0], rows[-1]
+                checks[f"{cc_label(cc)}: FCT grows with load ({f0 * 1e3:.0f} ms at {l0:g}, "
+                       f"{f1 * 1e3:.0f} ms at {l1:g})"] = f1 > f0
+        return summary, checks
+
+    def plot(self, p, results, summary, outdir):
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
+        loads = self._loads(p)
+        for k, cc in enumerate(p["protocols"]):
+            rows = sorted((s["load"], s) for s in summary.values() if s["cc"] == cc)
+            ax1.plot([l for l, _ in rows], [s["fct_mean_s"] * 1e3 for _, s in rows], marker="o",
+                     color=f"C{k}", label=cc_label(cc))
+            ax2.plot([l for l, _ in rows], [s["fct_p95_s"] * 1e3 for _, s in rows], marker="o",
+                     color=f"C{k}", label=cc_label(cc))
+        for ax, what in ((ax1, "mean"), (ax2, "95th percentile")):
+            ax.plot(loads, [self.ideal(p, x) * 1e3 for x in loads], "k--", lw=1,
+                    label="processor sharing")
+            ax.set_xlabel("offered load")
+            ax.set_title(f"{what} FCT", fontsize=9)
+            ax.legend(fontsize=7)
+        ax1.set_ylabel(f"FCT of {p['size'] / 1e3:g} KB flows (ms)")
+        fig.suptitle(f"{p['rate'] / 1e6:g} Mbps, RTT {p['rtt'] * 1e3:g} ms, buffer "
+                     f"{self._buffer(p)} pkts, TCP initial window {p['init_cwnd']}")
+        fig.tight_layout()
+        path = outdir / "fct_vs_load.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return [path]
