@@ -7,10 +7,15 @@ Creates one veth pair per switch port (switch side p4ccptf-sN, test side
 p4ccptf-tN), starts the switch on the switch sides, pushes cc_switch over
 P4Runtime, runs PTF on the test sides, and removes everything afterwards,
 also when interrupted. The tests are the same for every target.
+
+Two runs on one machine take turns (a lock, /run/lock/p4cc-ptf.lock): the
+interface names are fixed, so that what a run killed with SIGKILL leaves,
+the next run removes. The switch's TCP ports are picked free each run.
 """
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import shutil
 import signal
@@ -25,7 +30,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "control"))
 
 PORTS = (1, 2, 3, 4)
-GRPC_PORT, ADMIN_PORT, THRIFT_PORT = 50151, 50152, 50153
+LOCK = Path("/run/lock/p4cc-ptf.lock")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+GRPC_PORT, ADMIN_PORT, THRIFT_PORT = free_port(), free_port(), free_port()
 P4INFO = ROOT / "p4src/build/cc_switch.p4info.bin"
 DEVICE_CONFIG = ROOT / "p4src/build/cc_switch.json"
 
@@ -124,6 +138,14 @@ def main() -> int:
     def on_signal(signum, _frame):
         raise KeyboardInterrupt(f"signal {signum}")
     signal.signal(signal.SIGTERM, on_signal)
+
+    LOCK.parent.mkdir(parents=True, exist_ok=True)
+    lock = open(LOCK, "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"another PTF run holds {LOCK}: waiting for it", flush=True)
+        fcntl.flock(lock, fcntl.LOCK_EX)
 
     work = Path(tempfile.mkdtemp(prefix="p4cc-ptf-"))
     log = work / "switch.log"

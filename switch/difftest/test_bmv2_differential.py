@@ -10,6 +10,7 @@ and random bytes.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import shutil
@@ -37,10 +38,19 @@ pytestmark = [
                               "registry (docs/building-p4c.md)"),
 ]
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 TARGETS = {
-    "bmv2": dict(tag="b", grpc=50251, thrift=50253),
-    "embedded": dict(tag="e", grpc=50261, admin=50262),
+    "bmv2": dict(tag="b", grpc=free_port(), thrift=free_port()),
+    "embedded": dict(tag="e", grpc=free_port(), admin=free_port()),
 }
+# Interface names are fixed (what a killed run leaves, the next removes),
+# so two runs on one machine take turns.
+LOCK = Path("/run/lock/p4cc-difftest.lock")
 
 
 def sh(*cmd):
@@ -206,6 +216,9 @@ def test_bmv2_and_embedded_agree(tmp_path):
         pytest.fail("p4cc-switch not built: run `make setup`")
     frames = corpus()
     outputs = {}
+    LOCK.parent.mkdir(parents=True, exist_ok=True)
+    lock = open(LOCK, "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
     for target, cfg in TARGETS.items():
         proc = start(target, cfg, tmp_path)
         try:
