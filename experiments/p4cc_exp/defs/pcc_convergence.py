@@ -73,6 +73,7 @@ class PccConvergence(DctcpConvergence):
         Param("settle", 2, "seconds after each join/leave left out", seconds, 0, 600),
         Param("protocols", "pcc,cubic", "pcc / pcc-vivace (p4cc transport), cubic / reno "
               "(kernel TCP)", str_list),
+        Param("cc_params", "", "PCC parameters KEY=VALUE,... (p4cc-host --list-cc)", str_list),
         Param("warmup", 0.5, "seconds before the first counter reading", seconds, 0, 60),
         Param("seed", 1, "random seed", int),
     ]
@@ -89,6 +90,9 @@ class PccConvergence(DctcpConvergence):
         if p["settle"] >= p["interval"]:
             raise ValueError("settle must be shorter than interval")
         arms = []
+        for kv in p["cc_params"]:
+            if "=" not in kv:
+                raise ValueError(f"cc_params: '{kv}' is not KEY=VALUE")
         for cc in p["protocols"]:
             if cc not in KERNEL | {"pcc", "pcc-allegro", "pcc-vivace"}:
                 raise ValueError(f"protocols: unknown '{cc}' (pcc, pcc-vivace, cubic, reno)")
@@ -121,7 +125,9 @@ class PccConvergence(DctcpConvergence):
             running.append(lab.start(h, [
                 "gen", "--datapath", "tcp" if kernel else "udp", "--cc", cc,
                 "--start-at-unix-ns", str(t0), "--flow-id-base", str(i + 1),
-                "--seed", str(p["seed"] + i), "--out", str(outdir / h), "long",
+                "--seed", str(p["seed"] + i), "--out", str(outdir / h),
+                *([] if kernel else [a for kv in p["cc_params"] for a in ("--cc-param", kv)]),
+                "long",
                 "--flow", f"{lab.ip(f'r{i + 1}')},{start:g},{end:g}"], log=f"{h}.log"))
         m = self.measure(lab, arm, p, progress, switch, port, running, procs)
         return {"outdir": str(outdir), "port": port, "switch_id": switch_id, "senders": senders,
