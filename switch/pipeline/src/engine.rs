@@ -10,7 +10,7 @@ use crate::bits::BitWriter;
 use crate::expr::Ctx;
 use crate::parser;
 use crate::phv::Phv;
-use crate::program::{KeySrc, NextMode, Node, Program};
+use crate::program::{KeySrc, Node, Program};
 use crate::rng::Rng;
 use crate::state::{Replica, State};
 use std::sync::Arc;
@@ -198,10 +198,8 @@ fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt, star
                 if let Some((a, args)) = &def.fixed {
                     let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
                     actions::run(&mut x, pkt, &p.action_defs[*a].prims, args);
-                    node = match &def.next {
-                        NextMode::HitMiss { miss, .. } => *miss,
-                        NextMode::ByAction(m) => m.iter().find(|(x, _)| x == a).and_then(|(_, n)| *n),
-                    };
+                    // A keyless table never hits.
+                    node = def.next_node(false, Some(*a));
                     continue;
                 }
                 s.key.clear();
@@ -223,19 +221,7 @@ fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt, star
                     actions::run(&mut x, pkt, &p.action_defs[a].prims, &args);
                     s.args = args;
                 }
-                match &def.next {
-                    NextMode::HitMiss { hit, miss } => {
-                        if res.hit {
-                            *hit
-                        } else {
-                            *miss
-                        }
-                    }
-                    NextMode::ByAction(m) => match res.action {
-                        Some(a) => m.iter().find(|(x, _)| *x == a).and_then(|(_, n)| *n),
-                        None => def.base_default_next,
-                    },
-                }
+                def.next_node(res.hit, res.action)
             }
         };
     }

@@ -268,6 +268,26 @@ pub(crate) struct TableDef {
     pub fixed: Option<(usize, Vec<u128>)>,
 }
 
+impl TableDef {
+    /// The control node after this table applied `action` (None: no
+    /// action ran), hit or missed.
+    pub fn next_node(&self, hit: bool, action: Option<usize>) -> Option<Node> {
+        match &self.next {
+            NextMode::HitMiss { hit: h, miss } => {
+                if hit {
+                    *h
+                } else {
+                    *miss
+                }
+            }
+            NextMode::ByAction(m) => match action {
+                Some(a) => m.iter().find(|(x, _)| *x == a).and_then(|(_, n)| *n),
+                None => self.base_default_next,
+            },
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub(crate) enum CalcInput {
     Field { slot: usize, header: usize },
