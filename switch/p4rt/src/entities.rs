@@ -281,6 +281,20 @@ fn index_of(i: &Option<p4v1::Index>, size: u64) -> R<Option<u64>> {
     }
 }
 
+/// The (id, index) cells a counter or register Read names: id 0 reads
+/// every array (whatever the index says), no index every cell of one.
+fn read_cells(id: u32, order: &[u32], size_of: impl Fn(u32) -> Option<u64>, index: &Option<p4v1::Index>,
+              what: &str) -> R<Vec<(u32, u64)>> {
+    if id == 0 {
+        return Ok(order.iter().flat_map(|&a| (0..size_of(a).unwrap_or(0)).map(move |i| (a, i))).collect());
+    }
+    let size = size_of(id).ok_or_else(|| UpdErr::new(Code::NotFound, format!("unknown {what} id {id}")))?;
+    Ok(match index_of(index, size)? {
+        Some(i) => vec![(id, i)],
+        None => (0..size).map(|i| (id, i)).collect(),
+    })
+}
+
 /// Applies one update of a Write batch.
 pub fn apply_update(pl: &Pipeline, b: &Binding, u: &p4v1::Update) -> R<()> {
     let ty = UpdType::try_from(u.r#type).unwrap_or(UpdType::Unspecified);
@@ -618,31 +632,17 @@ pub fn read_entity(pl: &Pipeline, b: &Binding, q: &p4v1::Entity, out: &mut Vec<p
             }
         }
         E::CounterEntry(ce) => {
-            let ids: Vec<u32> = if ce.counter_id == 0 {
-                b.counter_order.clone()
-            } else {
-                if !b.counters.contains_key(&ce.counter_id) {
-                    return Err(UpdErr::new(Code::NotFound, format!("unknown counter id {}", ce.counter_id)));
-                }
-                vec![ce.counter_id]
-            };
-            for id in ids {
-                let c = &b.counters[&id];
-                let idx = if ce.counter_id == 0 { None } else { index_of(&ce.index, c.size)? };
-                let range: Vec<u64> = match idx {
-                    Some(i) => vec![i],
-                    None => (0..c.size).collect(),
-                };
-                for i in range {
-                    let v = st.counter_read(c.counter, i)?;
-                    out.push(p4v1::Entity {
-                        entity: Some(E::CounterEntry(p4v1::CounterEntry {
-                            counter_id: id,
-                            index: Some(p4v1::Index { index: i as i64 }),
-                            data: Some(counter_data(v)),
-                        })),
-                    });
-                }
+            let cells = read_cells(ce.counter_id, &b.counter_order, |id| b.counters.get(&id).map(|c| c.size),
+                                   &ce.index, "counter")?;
+            for (id, i) in cells {
+                let v = st.counter_read(b.counters[&id].counter, i)?;
+                out.push(p4v1::Entity {
+                    entity: Some(E::CounterEntry(p4v1::CounterEntry {
+                        counter_id: id,
+                        index: Some(p4v1::Index { index: i as i64 }),
+                        data: Some(counter_data(v)),
+                    })),
+                });
             }
             Ok(())
         }
@@ -688,31 +688,17 @@ pub fn read_entity(pl: &Pipeline, b: &Binding, q: &p4v1::Entity, out: &mut Vec<p
             Ok(())
         }
         E::RegisterEntry(re) => {
-            let ids: Vec<u32> = if re.register_id == 0 {
-                b.register_order.clone()
-            } else {
-                if !b.registers.contains_key(&re.register_id) {
-                    return Err(UpdErr::new(Code::NotFound, format!("unknown register id {}", re.register_id)));
-                }
-                vec![re.register_id]
-            };
-            for id in ids {
-                let r = &b.registers[&id];
-                let idx = if re.register_id == 0 { None } else { index_of(&re.index, r.size)? };
-                let range: Vec<u64> = match idx {
-                    Some(i) => vec![i],
-                    None => (0..r.size).collect(),
-                };
-                for i in range {
-                    let v = st.register_read(r.register, i)?;
-                    out.push(p4v1::Entity {
-                        entity: Some(E::RegisterEntry(p4v1::RegisterEntry {
-                            register_id: id,
-                            index: Some(p4v1::Index { index: i as i64 }),
-                            data: Some(p4v1::P4Data { data: Some(p4v1::p4_data::Data::Bitstring(bytes::canonical(&v))) }),
-                        })),
-                    });
-                }
+            let cells = read_cells(re.register_id, &b.register_order, |id| b.registers.get(&id).map(|r| r.size),
+                                   &re.index, "register")?;
+            for (id, i) in cells {
+                let v = st.register_read(b.registers[&id].register, i)?;
+                out.push(p4v1::Entity {
+                    entity: Some(E::RegisterEntry(p4v1::RegisterEntry {
+                        register_id: id,
+                        index: Some(p4v1::Index { index: i as i64 }),
+                        data: Some(p4v1::P4Data { data: Some(p4v1::p4_data::Data::Bitstring(bytes::canonical(&v))) }),
+                    })),
+                });
             }
             Ok(())
         }

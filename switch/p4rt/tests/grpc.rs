@@ -400,6 +400,13 @@ async fn counters_and_registers() {
     assert_eq!(all.len(), 512, "wildcard index");
     let all = read(&mut h, vec![E::CounterEntry(Default::default())]).await.unwrap();
     assert_eq!(all.len(), 512, "wildcard counter id");
+    for unknown in [E::CounterEntry(p4v1::CounterEntry { counter_id: 5, ..Default::default() }),
+                    E::RegisterEntry(p4v1::RegisterEntry { register_id: 5, ..Default::default() })] {
+        let e = read(&mut h, vec![unknown]).await.unwrap_err();
+        assert_eq!(e.code(), tonic::Code::NotFound, "{e:?}");
+    }
+    let e = read(&mut h, vec![E::CounterEntry(p4v1::CounterEntry { counter_id: C_PORT, index: Some(p4v1::Index { index: 512 }), data: None })]).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::OutOfRange, "{e:?}");
     // No index: every cell.
     write(&mut h, 3, vec![update(U::Modify, ce(None, 0, 0))]).await.unwrap();
     let e = write(&mut h, 3, vec![update(U::Modify, ce(Some(512), 0, 0)), update(U::Modify, ce(Some(-1), 0, 0)), update(U::Insert, ce(Some(1), 0, 0))]).await.unwrap_err();
