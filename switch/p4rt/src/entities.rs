@@ -281,6 +281,27 @@ fn index_of(i: &Option<p4v1::Index>, size: u64) -> R<Option<u64>> {
     }
 }
 
+/// UNIMPLEMENTED for the entities this target has no counterpart of.
+fn unsupported(e: &E) -> UpdErr {
+    let what = match e {
+        E::ExternEntry(_) => "extern entries",
+        E::ActionProfileMember(_) | E::ActionProfileGroup(_) => "action profiles",
+        E::MeterEntry(_) | E::DirectMeterEntry(_) => "meters",
+        E::ValueSetEntry(_) => "value sets",
+        E::DigestEntry(_) => "digests",
+        _ => "these entities",
+    };
+    UpdErr::new(Code::Unimplemented, format!("{what} are not supported"))
+}
+
+/// The cells an index names: one, or all of them when it is absent.
+fn cell_range(idx: Option<u64>, size: u64) -> std::ops::Range<u64> {
+    match idx {
+        Some(i) => i..i + 1,
+        None => 0..size,
+    }
+}
+
 /// The (id, index) cells a counter or register Read names: id 0 reads
 /// every array (whatever the index says), no index every cell of one.
 fn read_cells(id: u32, order: &[u32], size_of: impl Fn(u32) -> Option<u64>, index: &Option<p4v1::Index>,
@@ -289,10 +310,7 @@ fn read_cells(id: u32, order: &[u32], size_of: impl Fn(u32) -> Option<u64>, inde
         return Ok(order.iter().flat_map(|&a| (0..size_of(a).unwrap_or(0)).map(move |i| (a, i))).collect());
     }
     let size = size_of(id).ok_or_else(|| UpdErr::new(Code::NotFound, format!("unknown {what} id {id}")))?;
-    Ok(match index_of(index, size)? {
-        Some(i) => vec![(id, i)],
-        None => (0..size).map(|i| (id, i)).collect(),
-    })
+    Ok(cell_range(index_of(index, size)?, size).map(|i| (id, i)).collect())
 }
 
 /// Applies one update of a Write batch.
@@ -316,13 +334,8 @@ pub fn apply_update(pl: &Pipeline, b: &Binding, u: &p4v1::Update) -> R<()> {
             let idx = index_of(&ce.index, c.size)?;
             let Some(d) = &ce.data else { return Ok(()) };
             let v = counter_value(d)?;
-            match idx {
-                Some(i) => st.counter_write(c.counter, i, v)?,
-                None => {
-                    for i in 0..c.size {
-                        st.counter_write(c.counter, i, v)?;
-                    }
-                }
+            for i in cell_range(idx, c.size) {
+                st.counter_write(c.counter, i, v)?;
             }
             Ok(())
         }
@@ -357,24 +370,13 @@ pub fn apply_update(pl: &Pipeline, b: &Binding, u: &p4v1::Update) -> R<()> {
                 Some(_) => return Err(inval(format!("register '{}' holds a bitstring", r.name))),
                 None => return Err(inval("register entry without data")),
             };
-            match idx {
-                Some(i) => st.register_write(r.register, i, &data)?,
-                None => {
-                    for i in 0..r.size {
-                        st.register_write(r.register, i, &data)?;
-                    }
-                }
+            for i in cell_range(idx, r.size) {
+                st.register_write(r.register, i, &data)?;
             }
             Ok(())
         }
         E::PacketReplicationEngineEntry(pre) => write_pre(pl, ty, pre),
-        E::ExternEntry(_) => Err(UpdErr::new(Code::Unimplemented, "extern entries are not supported")),
-        E::ActionProfileMember(_) | E::ActionProfileGroup(_) => {
-            Err(UpdErr::new(Code::Unimplemented, "action profiles are not supported"))
-        }
-        E::MeterEntry(_) | E::DirectMeterEntry(_) => Err(UpdErr::new(Code::Unimplemented, "meters are not supported")),
-        E::ValueSetEntry(_) => Err(UpdErr::new(Code::Unimplemented, "value sets are not supported")),
-        E::DigestEntry(_) => Err(UpdErr::new(Code::Unimplemented, "digests are not supported")),
+        other => Err(unsupported(other)),
     }
 }
 
@@ -703,13 +705,7 @@ pub fn read_entity(pl: &Pipeline, b: &Binding, q: &p4v1::Entity, out: &mut Vec<p
             Ok(())
         }
         E::PacketReplicationEngineEntry(pre) => read_pre(pl, pre, out),
-        E::ExternEntry(_) => Err(UpdErr::new(Code::Unimplemented, "extern entries are not supported")),
-        E::ActionProfileMember(_) | E::ActionProfileGroup(_) => {
-            Err(UpdErr::new(Code::Unimplemented, "action profiles are not supported"))
-        }
-        E::MeterEntry(_) | E::DirectMeterEntry(_) => Err(UpdErr::new(Code::Unimplemented, "meters are not supported")),
-        E::ValueSetEntry(_) => Err(UpdErr::new(Code::Unimplemented, "value sets are not supported")),
-        E::DigestEntry(_) => Err(UpdErr::new(Code::Unimplemented, "digests are not supported")),
+        other => Err(unsupported(other)),
     }
 }
 
