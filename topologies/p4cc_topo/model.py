@@ -153,6 +153,27 @@ def _suggest(key: str, allowed: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def _named_entry(kind: str, i: int, entry, keys, shape: str, names_seen: dict,
+                 problems: list) -> tuple[str, str] | None:
+    """Checks the shape and the name of hosts[i] / switches[i]; returns
+    (name, where) to go on with, or None (a problem was recorded)."""
+    where = f"{kind}[{i}]"
+    if not isinstance(entry, dict):
+        problems.append(f"{where}: must be a mapping with {shape}")
+        return None
+    _unknown_keys(entry, keys, where, problems)
+    name = entry.get("name")
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        problems.append(f"{where}.name: {name!r} is not a valid name "
+                        "(lower-case letter, then up to 15 of a-z 0-9 _)")
+        return None
+    if name in names_seen:
+        problems.append(f"{where} ({name}): duplicate name {name!r} (also {names_seen[name]})")
+        return None
+    names_seen[name] = where
+    return name, f"{where} ({name})"
+
+
 def _unknown_keys(d: dict, allowed: tuple, where: str, problems: list[str]) -> None:
     for k in d:
         if k not in allowed:
@@ -241,21 +262,11 @@ class Topology:
             problems.append("hosts: must be a non-empty list")
             raw_hosts = []
         for i, h in enumerate(raw_hosts):
-            where = f"hosts[{i}]"
-            if not isinstance(h, dict):
-                problems.append(f"{where}: must be a mapping with name, ip (and optionally mac)")
+            named = _named_entry("hosts", i, h, _HOST_KEYS, "name, ip (and optionally mac)",
+                                 names_seen, problems)
+            if named is None:
                 continue
-            _unknown_keys(h, _HOST_KEYS, where, problems)
-            hname = h.get("name")
-            if not isinstance(hname, str) or not _NAME_RE.match(hname):
-                problems.append(f"{where}.name: {hname!r} is not a valid name "
-                                "(lower-case letter, then up to 15 of a-z 0-9 _)")
-                continue
-            where = f"hosts[{i}] ({hname})"
-            if hname in names_seen:
-                problems.append(f"{where}: duplicate name {hname!r} (also {names_seen[hname]})")
-                continue
-            names_seen[hname] = f"hosts[{i}]"
+            hname, where = named
             bad_host_names.add(hname)
             ip_raw = h.get("ip")
             if not isinstance(ip_raw, str):
@@ -308,21 +319,10 @@ class Topology:
         if len(raw_sw) > MAX_SWITCHES:
             problems.append(f"switches: at most {MAX_SWITCHES} switches (interface names must fit 15 characters)")
         for i, s in enumerate(raw_sw):
-            where = f"switches[{i}]"
-            if not isinstance(s, dict):
-                problems.append(f"{where}: must be a mapping with name and id")
+            named = _named_entry("switches", i, s, _SWITCH_KEYS, "name and id", names_seen, problems)
+            if named is None:
                 continue
-            _unknown_keys(s, _SWITCH_KEYS, where, problems)
-            sname = s.get("name")
-            if not isinstance(sname, str) or not _NAME_RE.match(sname):
-                problems.append(f"{where}.name: {sname!r} is not a valid name "
-                                "(lower-case letter, then up to 15 of a-z 0-9 _)")
-                continue
-            where = f"switches[{i}] ({sname})"
-            if sname in names_seen:
-                problems.append(f"{where}: duplicate name {sname!r} (also {names_seen[sname]})")
-                continue
-            names_seen[sname] = f"switches[{i}]"
+            sname, where = named
             bad_switch_names.add(sname)
             sid = s.get("id", i + 1)
             if isinstance(sid, bool) or not isinstance(sid, int) or not 0 <= sid <= 0xFFFF:
