@@ -58,12 +58,28 @@ fn source_dir() -> Option<PathBuf> {
     bpf_dirs().into_iter().find(|d| d.join("p4cc_dctcp.bpf.c").is_file() && d.join("Makefile").is_file())
 }
 
-/// Prerequisites: kernel BTF and bpftool.
+/// The BTF type the kernel defines when TCP congestion controls can be
+/// struct_ops (CONFIG_BPF_JIT + CONFIG_BPF_SYSCALL + struct_ops support).
+const STRUCT_OPS_TCP_TYPE: &[u8] = b"bpf_struct_ops_tcp_congestion_ops";
+
+/// Prerequisites, each failure naming the one missing piece: root, kernel
+/// BTF, struct_ops for TCP congestion control, bpftool.
 pub fn check_prereqs() -> Result<PathBuf, DatapathError> {
-    if !Path::new(BTF).exists() {
-        return Err(DatapathError::Bpf(format!(
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(DatapathError::Bpf(
+            "registering the BPF DCTCP needs root (CAP_BPF and CAP_NET_ADMIN): run as root or with sudo".into(),
+        ));
+    }
+    let btf = std::fs::read(BTF).map_err(|_| {
+        DatapathError::Bpf(format!(
             "{BTF} is missing: this kernel was built without BTF (CONFIG_DEBUG_INFO_BTF), so a BPF TCP congestion control cannot be registered here; use cubic/reno or a kernel with BTF"
-        )));
+        ))
+    })?;
+    if !btf.windows(STRUCT_OPS_TCP_TYPE.len()).any(|w| w == STRUCT_OPS_TCP_TYPE) {
+        return Err(DatapathError::Bpf(
+            "this kernel has no BPF struct_ops for TCP congestion control (CONFIG_BPF_JIT and struct_ops support), so the BPF DCTCP cannot be registered; use cubic/reno or a kernel with a dctcp module".into(),
+        ));
     }
     which("bpftool").ok_or_else(|| DatapathError::Bpf("bpftool not found (apt-get install bpftool)".into()))
 }
@@ -88,11 +104,61 @@ pub fn build() -> Result<PathBuf, DatapathError> {
     Ok(dir.join("build").join(OBJECT_NAME))
 }
 
-/// Registers p4cc_dctcp (building it first if needed). Idempotent.
+/// Serialises registration across processes: runs started at the same
+/// moment (parallel tests, two users) would otherwise both see "not
+/// registered", both build the object and both call bpftool, and the
+/// loser fails on the name the winner just took.
+const LOCK_PATH: &str = "/run/lock/p4cc-bpf-dctcp.lock";
+
+/// An exclusive `flock` held until dropped (the kernel releases it if the
+/// process dies, so a killed run never leaves the lock behind).
+struct RegistrationLock(std::fs::File);
+
+impl RegistrationLock {
+    fn acquire() -> Result<Self, DatapathError> {
+        use std::os::fd::AsRawFd;
+        let path = Path::new(LOCK_PATH);
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| DatapathError::Bpf(format!("cannot open the registration lock {LOCK_PATH}: {e}")))?;
+        loop {
+            // SAFETY: flock on a file descriptor this struct owns.
+            if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                return Ok(RegistrationLock(f));
+            }
+            let err = std::io::Error::last_os_error();
+            if err.kind() != std::io::ErrorKind::Interrupted {
+                return Err(DatapathError::Bpf(format!("cannot lock {LOCK_PATH}: {err}")));
+            }
+        }
+    }
+}
+
+impl Drop for RegistrationLock {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: unlocking the descriptor this struct owns.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
+/// Registers p4cc_dctcp (building it first if needed). Idempotent, and
+/// safe when several processes call it at once: one registers, the others
+/// wait for it and then find it registered.
 pub fn load(obj: Option<PathBuf>) -> Result<String, DatapathError> {
     let bpftool = check_prereqs()?;
     if is_registered() {
         return Ok(format!("{BPF_CC_NAME} already registered"));
+    }
+    let _lock = RegistrationLock::acquire()?;
+    if is_registered() {
+        return Ok(format!("{BPF_CC_NAME} registered by another process"));
     }
     let obj = match obj.or_else(find_object) {
         Some(o) => o,
@@ -119,6 +185,7 @@ pub fn load(obj: Option<PathBuf>) -> Result<String, DatapathError> {
 
 pub fn unload() -> Result<String, DatapathError> {
     let bpftool = check_prereqs()?;
+    let _lock = RegistrationLock::acquire()?;
     if !is_registered() {
         return Ok(format!("{BPF_CC_NAME} is not registered"));
     }
