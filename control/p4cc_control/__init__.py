@@ -46,12 +46,12 @@ from .errors import (  # noqa: E402
 from .p4info import P4Info, load_p4info  # noqa: E402
 from .switch import AsyncSwitch, Switch  # noqa: E402
 from .targets import Target, Bmv2Target, EmbeddedTarget, TofinoTarget, make_target  # noqa: E402
-from .topology import Topology, load_topology  # noqa: E402
+from .program import Endpoint, Programmed, program  # noqa: E402
 
 __all__ = [
     "P4ccError", "SwitchUnreachable", "PipelineMismatch", "NameNotFound",
     "UnknownPort", "ValueOutOfRange", "NotPrimary", "TargetError", "WriteError",
     "P4Info", "load_p4info", "AsyncSwitch", "Switch",
     "Target", "Bmv2Target", "EmbeddedTarget", "TofinoTarget", "make_target",
-    "Topology", "load_topology",
+    "Endpoint", "Programmed", "program",
 ]

@@ -24,7 +24,8 @@ EXAMPLES = f"""\
 examples:
   {PROG} push                                   # install p4src/build/cc_switch.{{json,p4info.bin}}
   {PROG} --target embedded apply --topology topo.yaml --switch s1
-  {PROG} route --topology topo.yaml             # ipv4_lpm entries for the topology's switch
+  {PROG} apply --plan results/dctcp-queue-X/plan.json --arm kernel-dctcp --switch s1
+  {PROG} route --topology two_hosts              # ipv4_lpm entries for a built-in topology
   {PROG} set-k 1,2 20                           # K = 20 packets on ports 1 and 2
   {PROG} set-k 3 30000 --unit bytes             # converted to the target's queue unit
   {PROG} set-loss 2 1%                          # random loss p = 0.01 on egress port 2
@@ -175,11 +176,16 @@ def build_parser() -> argparse.ArgumentParser:
     c = cmd("switch-id", "set the switch id written in telemetry")
     c.add_argument("switch_id", type=int)
 
-    for name, help_ in (("route", "install ipv4_lpm entries computed from a topology"),
-                        ("apply", "apply a topology: routes, switch id, per-port K/loss/knobs")):
+    for name, help_ in (("route", "install the ipv4_lpm entries of a topology or plan"),
+                        ("apply", "apply a topology's or plan's switch configuration: switch id, "
+                                  "routes, per-port K and link model, postcards")):
         c = cmd(name, help_)
-        c.add_argument("--topology", "-t", required=True, help="topology YAML/JSON file")
-        c.add_argument("--switch", "-s", help="which switch of the topology (if several)")
+        src = c.add_mutually_exclusive_group(required=True)
+        src.add_argument("--topology", "-t", help="a built-in topology name or a YAML file")
+        src.add_argument("--plan", help="a scenario plan (plan.json of a results folder, or "
+                                        "`p4cc run X --plan-only`)")
+        c.add_argument("--arm", help="which arm of the plan (if several)")
+        c.add_argument("--switch", "-s", help="which switch (if several)")
 
     c = cmd("add-entry", "insert (or with --modify, modify) one table entry by names")
     c.add_argument("table")
@@ -273,32 +279,46 @@ BUILTIN = {"addr": ("P4CC_ADDR", "127.0.0.1:9559"), "device_id": ("P4CC_DEVICE_I
            "thrift_port": ("P4CC_THRIFT_PORT", 9090)}
 
 
-def _resolve(args):
-    """Where to connect: the option if given, else the topology's switch
-    (route/apply with a switch view), else the environment, else built-in."""
-    desc = None
-    if getattr(args, "topology", None):
-        from .topology import load_topology
+def switch_config(args):
+    """The p4cc_topo.plan.SwitchConfig `route`/`apply` install: from a plan
+    (one arm, one switch) or from a topology through the one routing."""
+    from p4cc_topo import TopologyError, load_topology
+    from p4cc_topo.plan import Plan, PlanError, switch_configs
 
-        args.topo = load_topology(args.topology)
-        desc = args.topo.switch(args.switch)
+    try:
+        if args.plan:
+            plan = Plan.load(args.plan)
+            if args.arm is None and len(plan.arms) > 1:
+                raise ValueOutOfRange(f"{args.plan} has {len(plan.arms)} arms: choose one with "
+                                      f"--arm ({', '.join(a.name for a in plan.arms)})")
+            configs = (plan.arm(args.arm) if args.arm else plan.arms[0]).switches
+        else:
+            configs = switch_configs(load_topology(args.topology))
+    except (PlanError, TopologyError) as e:
+        raise ValueOutOfRange(str(e).splitlines()[0]) from None
+    if args.switch is None:
+        if len(configs) > 1:
+            raise ValueOutOfRange(f"{len(configs)} switches: choose one with --switch "
+                                  f"({', '.join(configs)})")
+        return next(iter(configs.values()))
+    try:
+        return configs[args.switch]
+    except KeyError:
+        raise ValueOutOfRange(f"no switch '{args.switch}' (known: {', '.join(configs)})") from None
+
+
+def _resolve(args):
+    """Where to connect: the option if given, else the environment, else
+    built-in defaults."""
     for key, (env, default) in BUILTIN.items():
         if getattr(args, key, None) is not None:
             continue
-        val = None
-        if desc is not None:
-            val = {"addr": desc.addr, "device_id": desc.device_id if desc.addr else None,
-                   "target": desc.target, "admin_addr": desc.admin_addr,
-                   "thrift_port": desc.thrift_port}[key]
-        if val is None:
-            val = os.environ.get(env, default)
-        setattr(args, key, type(default)(val))
+        setattr(args, key, type(default)(os.environ.get(env, default)))
 
 
 async def _run(args) -> int:
     from .switch import AsyncSwitch, default_device_config_path, default_p4info_path
     from .targets import make_target
-    from .topology import load_topology
 
     _resolve(args)
     if args.target not in ("bmv2", "embedded", "tofino"):
@@ -308,6 +328,8 @@ async def _run(args) -> int:
 
     if args.cmd == "queue":  # target knobs only: no P4Runtime session
         return await _queue(args, target)
+    if args.cmd in ("route", "apply"):  # a bad plan/topology fails before connecting
+        args.cfg = switch_config(args)
 
     sw = AsyncSwitch(args.addr, args.device_id, args.p4info or default_p4info_path(),
                      args.bmv2_json or default_device_config_path(),
@@ -319,12 +341,12 @@ async def _run(args) -> int:
                   check=args.cmd not in ("push", "info"))
     ops = sw.ops(target)
     try:
-        return await _dispatch(args, sw, ops, target, load_topology)
+        return await _dispatch(args, sw, ops, target)
     finally:
         await sw.close()
 
 
-async def _dispatch(args, sw, ops, target, load_topology) -> int:
+async def _dispatch(args, sw, ops, target) -> int:
     c = args.cmd
     if c == "push":
         _out(args, {"pushed": True, "p4info": sw.p4info.source, "addr": sw.addr,
@@ -421,20 +443,16 @@ async def _dispatch(args, sw, ops, target, load_topology) -> int:
         res = await ops.set_switch_id(args.switch_id)
         _out(args, res, f"switch id = {res['switch_id']}")
     elif c in ("route", "apply"):
-        topo = args.topo
+        cfg = args.cfg
         if c == "route":
-            entries = await ops.install_routes(topo, args.switch)
-            res = {"switch": topo.switch(args.switch).name, "routes": entries,
-                   "unreachable_hosts": topo.unreachable_hosts(args.switch)}
+            res = {"switch": cfg.name, "routes": await ops.install_routes(cfg.routes)}
         else:
-            res = await ops.apply_topology(topo, args.switch)
-            entries = res["routes"]
+            res = await ops.apply_switch(cfg)
+        entries = res["routes"]
         lines = [f"{len(entries)} route(s) on {res['switch']}:"]
         for e in entries:
             lines.append(f"  {e['match']['dst_addr']:>18} -> port {e['params']['port']} "
-                         f"dst_mac {e['params']['dst_mac']}  ({e['why']})")
-        if res.get("unreachable_hosts"):
-            lines.append("unreachable (no link path): " + ", ".join(res["unreachable_hosts"]))
+                         f"dst_mac {e['params']['dst_mac']}  (host {e['host']})")
         if "switch_id" in res:
             lines.append(f"switch id = {res['switch_id']}")
         for port, done in (res.get("ports") or {}).items():

@@ -14,7 +14,6 @@ from . import codec
 from .errors import SwitchUnreachable, TargetError, UnknownPort, ValueOutOfRange, WriteError
 from .switch import AsyncSwitch
 from .targets import Target
-from .topology import Topology
 
 log = logging.getLogger("p4cc.control")
 
@@ -176,41 +175,51 @@ class CcOps:
                                                           {"switch_id": switch_id})
         return {"switch_id": int(codec.parse_int(switch_id, 16, "switch_id"))}
 
-    # -- forwarding from a topology --------------------------------------------
-    async def install_routes(self, topo: Topology, switch: Optional[str] = None) -> List[dict]:
-        entries = topo.forwarding_entries(switch)
-        for e in entries:
-            await self.check_port(e["params"]["port"])
+    # -- a switch's whole configuration (the scenario plan's switch part) --------
+    async def install_routes(self, routes) -> List[dict]:
+        """ipv4_lpm entries for plan routes (p4cc_topo.plan.Route), one batch."""
         from .entities import build_table_entry
         from p4.v1 import p4runtime_pb2
 
+        entries = [{"match": {"dst_addr": r.prefix}, "action": "forward",
+                    "params": {"port": r.port, "dst_mac": r.dst_mac}, "host": r.host}
+                   for r in routes]
+        for e in entries:
+            await self.check_port(e["params"]["port"])
         ents = [p4runtime_pb2.Entity(table_entry=build_table_entry(
             self.sw.p4info, "ipv4_lpm", e["match"], e["action"], e["params"])) for e in entries]
         if ents:
             await self.sw.upsert(ents)  # one batch
         return entries
 
-    async def apply_topology(self, topo: Topology, switch: Optional[str] = None) -> dict:
-        """Routes, switch id, and each port's K / loss / target knobs."""
-        desc = topo.switch(switch)
-        out = {"switch": desc.name, "routes": await self.install_routes(topo, desc.name)}
-        if desc.switch_id is not None:
-            out["switch_id"] = (await self.set_switch_id(desc.switch_id))["switch_id"]
-        ports = {}
-        for port, cfg in desc.ports.items():
-            done = {}
-            if "k" in cfg:
-                done["k"] = await self.set_k(port, cfg["k"], cfg.get("k_unit", "packets"))
-            if "loss" in cfg:
-                done["loss"] = await self.set_loss(port, cfg["loss"])
-            knobs = {k: cfg[k] for k in ("rate_bps", "rate_pps", "delay_us", "depth_pkts")
-                     if k in cfg}
-            if "link_loss" in cfg:
-                knobs["loss"] = cfg["link_loss"]  # the target's own link loss, like netem
-            if knobs:
-                done["knobs"] = await self.set_queue(port, **knobs)
-            ports[port] = done
-        out["ports"] = ports
+    async def apply_port(self, cfg, loss_in: str = "target") -> dict:
+        """One PortConfig: K (or none), the link model through the target,
+        and random loss in the target's link model or the P4 port_loss table."""
+        done: dict = {}
+        if cfg.ecn_k_pkts is None:
+            done["k"] = await self.clear_k(cfg.port)
+        else:
+            done["k"] = await self.set_k(cfg.port, cfg.ecn_k_pkts, "packets")
+        knobs = cfg.link_model()
+        if loss_in == "p4":
+            done["loss"] = await self.set_loss(cfg.port, knobs.pop("loss"))
+        if any(knobs.get(k) for k in knobs):
+            done["link"] = await self.set_queue(cfg.port, **knobs)
+        return done
+
+    async def apply_switch(self, cfg) -> dict:
+        """Everything a p4cc_topo.plan.SwitchConfig says, in the order that
+        keeps the switch consistent: switch id, routes, ports, postcards."""
+        out = {"switch": cfg.name,
+               "switch_id": (await self.set_switch_id(cfg.switch_id))["switch_id"],
+               "routes": await self.install_routes(cfg.routes),
+               "ports": {p: await self.apply_port(c, cfg.loss_in)
+                         for p, c in sorted(cfg.ports.items())}}
+        if cfg.postcards is not None:
+            pc = cfg.postcards
+            out["postcards"] = await self.enable_postcards(
+                pc.port, pc.collector_ip, pc.collector_mac, pc.switch_ip,
+                sample_one_in_n=pc.one_in_n, udp_port=pc.udp_port)
         return out
 
     # -- target knobs -----------------------------------------------------------

@@ -27,28 +27,18 @@ from typing import Dict, List, Optional
 from .errors import TargetError, UnknownPort, ValueOutOfRange
 
 UNITS = ("packets", "bytes", "cells")
-CELL_BYTES = 80  # Tofino queue accounting unit
-KNOBS = ("rate_bps", "rate_pps", "delay_us", "loss", "depth_pkts")
+CELL_BYTES = 80  # Tofino queue accounting unit (constants.p4 DEPTH_UNIT_CELLS80)
 
 
-def _check_knobs(settings: dict):
-    """Range-check port settings before any target sees them."""
-    for k, v in settings.items():
-        if k not in KNOBS:
-            raise ValueOutOfRange(f"unknown port setting '{k}' (known: {', '.join(KNOBS)})")
-        if v is None:
-            continue
-        if k == "loss":
-            if not 0.0 <= float(v) <= 1.0:
-                raise ValueOutOfRange(f"loss {v} out of range: a probability in 0..1")
-        elif k == "delay_us":
-            if not 0 <= int(v) <= 10_000_000:
-                raise ValueOutOfRange(f"delay_us {v} out of range (0..10000000 µs)")
-        elif k in ("rate_bps", "rate_pps", "depth_pkts"):
-            if int(v) != v or int(v) < 0 or int(v) >= 2**63:
-                raise ValueOutOfRange(f"{k} {v} out of range: a non-negative integer")
-            if k == "depth_pkts" and int(v) < 1:
-                raise ValueOutOfRange("depth_pkts must be at least 1 packet")
+def _check_knobs(settings: dict) -> dict:
+    """Range-check port settings before any target sees them: the one
+    check every path shares (plans, `p4cc ctl queue`, the lab)."""
+    from p4cc_topo.plan import PlanError, check_link_model
+
+    try:
+        return check_link_model(settings)
+    except PlanError as e:
+        raise ValueOutOfRange(str(e)) from None
 
 
 class Target:
@@ -105,8 +95,7 @@ class Target:
 
     # -- knobs ----------------------------------------------------------------
     def set_port(self, port: int, **settings) -> dict:
-        _check_knobs(settings)
-        settings = {k: v for k, v in settings.items() if v is not None}
+        settings = _check_knobs(settings)
         if not settings:
             raise ValueOutOfRange("nothing to set: give rate, depth, delay or loss")
         self.check_port(port)
@@ -116,6 +105,13 @@ class Target:
 
     def _apply(self, port: int, settings: dict) -> dict:
         raise TargetError(f"the {self.name} target has no port knobs here")
+
+    @classmethod
+    def problems(cls, settings: dict, **facts) -> List[str]:
+        """What of a port's link model (PortConfig.link_model()) this kind of
+        target cannot apply, checked before anything is built; ``facts``
+        says what the machine offers (``netem``)."""
+        return []
 
     def port_settings(self) -> Dict[int, dict]:
         return {p: dict(s) for p, s in self.applied.items()}
@@ -147,9 +143,13 @@ class Bmv2Target(Target):
     name = "bmv2"
 
     def __init__(self, thrift_port: int = 9090, thrift_ip: str = "127.0.0.1", mtu: int = 1500,
-                 cli: Optional[str] = None, python: str = "/usr/bin/python3"):
+                 cli: Optional[str] = None, python: str = "/usr/bin/python3",
+                 port_ifaces: Optional[Dict[int, str]] = None):
         super().__init__(mtu)
         self.thrift_port, self.thrift_ip = thrift_port, thrift_ip
+        # bmv2 has no delay or loss of its own: where the kernel has netem,
+        # they go on the port's interface (known when the lab built it).
+        self.port_ifaces = {int(p): i for p, i in (port_ifaces or {}).items()}
         self.cli = cli or os.environ.get("P4CC_SIMPLE_SWITCH_CLI") or shutil.which("simple_switch_CLI")
         self.python = python
         self._ports_cache = None
@@ -201,13 +201,40 @@ class Bmv2Target(Target):
             self._ports_cache = ports
         return self._ports_cache
 
+    @classmethod
+    def problems(cls, settings: dict, netem: bool = False, **facts) -> List[str]:
+        out = []
+        for k in ("delay_us", "loss"):
+            if settings.get(k) and not netem:
+                out.append(f"{k}={settings[k]} needs netem (sch_netem), which this kernel lacks; "
+                           "use --target embedded")
+        return out
+
+    def _netem(self, port: int, delay_us, loss) -> None:
+        iface = self.port_ifaces.get(port)
+        if iface is None:
+            raise TargetError(f"bmv2 has no per-port delay or loss: netem on port {port}'s "
+                              "interface needs the lab's interface names (or use the embedded target)")
+        args = ["tc", "qdisc", "replace", "dev", iface, "root", "netem"]
+        if delay_us:
+            args += ["delay", f"{int(delay_us)}us"]
+        if loss:
+            args += ["loss", f"{float(loss) * 100:.6g}%"]
+        r = subprocess.run(args, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise TargetError(f"netem on {iface} failed ({' '.join(args)}): "
+                              f"{(r.stderr or r.stdout).strip()[-200:]} — this kernel may lack "
+                              "sch_netem; use the embedded target")
+
     def _apply(self, port: int, settings: dict) -> dict:
         cmds, applied = [], {}
-        for k in ("delay_us", "loss"):
-            if k in settings:
-                raise TargetError(f"bmv2 has no per-port {k.split('_')[0]}: use netem on the host "
-                                  "links (absent on this kernel), the P4 loss table "
-                                  "(set-loss), or the embedded target")
+        if "delay_us" in settings or "loss" in settings:
+            before = self.applied.get(port, {})
+            delay = settings.get("delay_us", before.get("delay_us", 0))
+            loss = settings.get("loss", before.get("loss", 0.0))
+            if delay or loss:
+                self._netem(port, delay, loss)
+            applied.update({k: settings[k] for k in ("delay_us", "loss") if k in settings})
         if "rate_bps" in settings and "rate_pps" in settings:
             raise ValueOutOfRange("give rate_bps or rate_pps, not both")
         if "rate_bps" in settings:
@@ -221,7 +248,8 @@ class Bmv2Target(Target):
         if "depth_pkts" in settings:
             cmds.append(f"set_queue_depth {int(settings['depth_pkts'])} {port}")
             applied["depth_pkts"] = int(settings["depth_pkts"])
-        self._run_cli(cmds)
+        if cmds:
+            self._run_cli(cmds)
         return applied
 
     def reapply(self):
@@ -333,6 +361,11 @@ class TofinoTarget(Target):
     def _apply(self, port, settings):
         raise TargetError("Tofino port shaping goes through the SDE (bfrt_python / "
                           "bfshell), not this controller")
+
+    @classmethod
+    def problems(cls, settings: dict, **facts) -> List[str]:
+        return [f"{k}={v} (Tofino port shaping goes through the SDE, see docs/tofino.md)"
+                for k, v in settings.items() if v]
 
 
 TARGETS = {"bmv2": Bmv2Target, "embedded": EmbeddedTarget, "tofino": TofinoTarget}

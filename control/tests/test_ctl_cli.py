@@ -102,20 +102,42 @@ def test_errors(capsys, server, files, argv, code, needle):
     assert needle in err and len(err.strip().splitlines()) == 1
 
 
-def test_route_from_topology(capsys, server, files, tmp_path):
+TOPO = """
+name: t
+hosts: [{name: h1, ip: 10.0.0.1}, {name: h2, ip: 10.0.0.2}]
+switches: [{name: s1, id: 3}]
+links:
+  - {endpoints: [h1, "s1:1"]}
+  - {endpoints: [h2, "s1:2"], ecn_k_pkts: 15}
+"""
+
+
+def test_route_and_apply_from_a_topology(capsys, server, files, tmp_path):
     topo = tmp_path / "t.yaml"
-    topo.write_text("""
-switches: {s1: {switch_id: 3, ports: {2: {k: 15, loss: 0.5}}}}
-hosts:
-  h1: {ip: 10.0.0.1, mac: "00:00:0a:00:00:01", switch: s1, port: 1}
-  h2: {ip: 10.0.0.2, mac: "00:00:0a:00:00:02", switch: s1, port: 2}
-""")
+    topo.write_text(TOPO)
     a = ["--addr", server.addr] + files
     run(capsys, a + ["push"])
     code, out, _ = run(capsys, a + ["route", "-t", str(topo)])
     assert code == 0 and "2 route(s) on s1" in out
+    assert "10.0.0.2/32 -> port 2 dst_mac 02:00:0a:00:00:02  (host h2)" in out
     code, out, _ = run(capsys, a + ["apply", "-t", str(topo), "--json"])
     res = json.loads(out)
     assert res["switch_id"] == 3 and res["ports"]["2"]["k"]["k_depth"] == 15
     code, out, _ = run(capsys, a + ["--json", "show"])
-    assert json.loads(out)["loss"] == {"2": 0.5}
+    shown = json.loads(out)
+    assert shown["k"] == {"2": 15} and shown["switch_id"] == 3
+
+
+def test_apply_from_a_plan_names_its_arms(capsys, server, files, tmp_path):
+    from p4cc_exp.registry import get
+    from p4cc_exp.runner import make_plan
+
+    plan = make_plan(get("dctcp-queue")).write(tmp_path / "plan.json")
+    a = ["--addr", server.addr] + files
+    run(capsys, a + ["push"])
+    code, _, err = run(capsys, a + ["route", "--plan", str(plan)])
+    assert code == 6 and "4 arms: choose one with --arm (kernel-dctcp" in err
+    code, out, _ = run(capsys, a + ["route", "--plan", str(plan), "--arm", "user-cubic"])
+    assert code == 0 and "4 route(s) on s1" in out
+    code, _, err = run(capsys, a + ["route", "-t", "two_hosts", "--switch", "s9"])
+    assert code == 6 and "no switch 's9'" in err

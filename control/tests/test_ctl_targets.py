@@ -53,8 +53,11 @@ def test_bmv2_missing_cli_is_explained():
     with pytest.raises(TargetError, match="simple_switch_CLI not found"):
         t.set_port(1, rate_pps=1000)
     t = Bmv2Target(cli="/bin/true")
-    with pytest.raises(TargetError, match="no per-port delay"):
+    with pytest.raises(TargetError, match="no per-port delay or loss: netem"):
         t.set_port(1, delay_us=10)
+    assert Bmv2Target.problems({"delay_us": 10, "loss": 0.0}, netem=False) == [
+        "delay_us=10 needs netem (sch_netem), which this kernel lacks; use --target embedded"]
+    assert Bmv2Target.problems({"delay_us": 10, "loss": 0.01}, netem=True) == []
 
 
 class _Admin(BaseHTTPRequestHandler):
@@ -130,7 +133,7 @@ for c in cmds:
         print("{:^10}{:^20}{:^10}{}".format(1, "veth1", "UP", ""))
         print("{:^10}{:^20}{:^10}{}".format(2, "veth2", "DOWN", ""))
     elif c.startswith("set_queue_rate") or c.startswith("set_queue_depth"):
-        if "999999999999" in c:
+        if "777777" in c:
             print("RuntimeCmd: Error: invalid rate")
         else:
             print("RuntimeCmd: ")
@@ -148,4 +151,6 @@ def test_bmv2_thrift_cli_driving(tmp_path):
     with pytest.raises(UnknownPort, match="has ports 1, 2"):
         t.set_port(5, rate_pps=10)
     with pytest.raises(TargetError, match="refused"):
+        t.set_port(1, rate_pps=777777)
+    with pytest.raises(ValueOutOfRange, match="rate_pps"):   # the one range check, first
         t.set_port(1, rate_pps=999999999999)

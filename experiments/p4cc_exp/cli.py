@@ -2,6 +2,8 @@
 
     p4cc list
     p4cc run EXPERIMENT [--target auto|embedded|bmv2] [--set k=v ...] [--out DIR]
+    p4cc run EXPERIMENT --plan-only [--out DIR]     writes DIR/plan.json, runs nothing
+    p4cc run --plan plan.json [--target ...]         reruns exactly a saved plan
     p4cc clean [--dry-run]
     p4cc ctl ...            (the P4Runtime controller: p4cc ctl --help)
 """
@@ -21,11 +23,21 @@ def _list(_args) -> int:
 
 
 def _run(args) -> int:
+    from p4cc_topo import TargetCapabilityError
+    from p4cc_topo.plan import Plan, PlanError
+
     from .params import ParamError
     from .registry import get
     from .runner import RunError, run
+    if (args.experiment is None) == (args.plan is None):
+        print("p4cc: give an experiment (p4cc list) or --plan plan.json", file=sys.stderr)
+        return 2
     try:
-        exp = get(args.experiment)
+        plan = Plan.load(args.plan) if args.plan else None
+        exp = get(plan.experiment if plan else args.experiment)
+    except PlanError as e:
+        print(f"p4cc: {e}", file=sys.stderr)
+        return 2
     except KeyError as e:
         print(f"p4cc: {e.args[0]}", file=sys.stderr)
         return 2
@@ -34,14 +46,25 @@ def _run(args) -> int:
         for p in exp.params:
             print(f"  {p.name:<16} default {p.default!s:<12} {p.help}")
         return 0
+    if plan is not None and args.set:
+        print("p4cc: --set does not apply to a saved plan (it is run exactly as written)",
+              file=sys.stderr)
+        return 2
     try:
-        report = run(exp, target=args.target, overrides=args.set or [], out=args.out)
-    except (ParamError, RunError) as e:
+        report = run(exp, target=args.target, overrides=args.set or [], out=args.out,
+                     plan=plan, plan_only=args.plan_only)
+    except ParamError as e:
         print(f"p4cc: {e}", file=sys.stderr)
+        return 2
+    except (RunError, TargetCapabilityError) as e:
+        print(f"p4cc: {str(e).splitlines()[0]}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("\np4cc: interrupted; everything the run created was removed", file=sys.stderr)
         return 130
+    if args.plan_only:
+        print(f"[p4cc] plan: {report}")
+        return 0
     print(f"[p4cc] report: {report}")
     return 0
 
@@ -61,9 +84,12 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("list", help="the experiments").set_defaults(fn=_list)
     r = sub.add_parser("run", help="run an experiment end to end")
-    r.add_argument("experiment")
+    r.add_argument("experiment", nargs="?")
     r.add_argument("--target", default="auto", choices=("auto", "embedded", "bmv2"),
                    help="switch target (auto: the embedded target unless bmv2 is asked for)")
+    r.add_argument("--plan", help="run a saved scenario plan (plan.json) exactly")
+    r.add_argument("--plan-only", action="store_true",
+                   help="write the plan (plan.json in --out) and run nothing")
     r.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override a parameter (repeatable)")
     r.add_argument("--out", help="results folder (default results/EXPERIMENT-TIMESTAMP)")

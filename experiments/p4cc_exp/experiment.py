@@ -1,19 +1,12 @@
-"""What an experiment definition provides to the runner."""
+"""What an experiment definition provides: its parameters, the plan of a
+run, and the analysis and plots of a results folder."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from p4cc_topo.plan import ArmPlan, Plan
 
 from .params import Param
-
-
-@dataclass(frozen=True)
-class Arm:
-    """One configuration the experiment compares (e.g. DCTCP on kernel TCP)."""
-    name: str                      # folder name, e.g. "kernel-dctcp"
-    label: str                     # for plots, e.g. "DCTCP (kernel)"
-    settings: dict = field(default_factory=dict)
 
 
 class Experiment:
@@ -23,28 +16,18 @@ class Experiment:
     description: str = ""
     params: list[Param] = []
 
-    def topology(self, p: dict) -> Any:
+    def arms(self, p: dict) -> list[ArmPlan]:
+        """The runs the experiment compares, each a self-contained arm plan."""
         raise NotImplementedError
 
-    def arms(self, p: dict) -> list[Arm]:
-        raise NotImplementedError
-
-    def arm_topology(self, p: dict, arm: Arm) -> Any:
-        """The topology of one arm (a sweep over link properties changes it)."""
-        return self.topology(p)
-
-    def arm_seconds(self, p: dict, arm: Arm | None = None) -> float:
-        """Planned wall time of an arm (for the progress display)."""
-        raise NotImplementedError
-
-    def postcard_one_in_n(self, p: dict) -> int:
-        return 1
-
-    def run_arm(self, lab, arm: Arm, p: dict, progress, outdir: Path) -> dict:
-        raise NotImplementedError
+    def plan(self, p: dict, scale: str = "default") -> Plan:
+        """The scenario plan of a run with parameters ``p``."""
+        return Plan(experiment=self.id, title=self.title, source=self.source,
+                    description=self.description, params=dict(p), seed=int(p.get("seed", 1)),
+                    arms=tuple(self.arms(p)), scale=scale).check()
 
     def analyse(self, p: dict, results: dict[str, dict]) -> tuple[dict, dict[str, bool]]:
-        """(summary, named checks of the expected behaviour)."""
+        """(summary, named checks) from the arms' results (results.arm_result)."""
         raise NotImplementedError
 
     def plot(self, p: dict, results: dict[str, dict], summary: dict, outdir: Path) -> list[Path]:

@@ -43,6 +43,13 @@ class Progress:
                   f"~{fmt_secs(self.left())} left)", file=self.stream, flush=True)
         self.draw(force=True)
 
+    def note(self, message: str) -> None:
+        """One line of the run log (what was set up, chosen, skipped)."""
+        if self.tty:
+            self.stream.write("\r" + " " * 100 + "\r")
+        print(f"[p4cc] {message}", file=self.stream, flush=True)
+        self.draw(force=True)
+
     def left(self) -> float:
         in_phase = min(time.monotonic() - self._phase_start, self._phase_planned)
         return max(0.0, self.total_planned_s - self._done_planned - in_phase)

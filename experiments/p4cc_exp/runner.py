@@ -1,7 +1,8 @@
 """Runs one experiment end to end and writes its results folder:
 
-    params.json   every parameter, the target, seed, versions
-    <arm>/        raw series per arm (queue.csv from postcards, flow logs)
+    plan.json     the scenario plan that made the run (`p4cc run --plan` reruns it)
+    params.json   every parameter, the executor and target, seed, versions
+    <arm>/        raw series per arm (queue.csv from postcards, flow logs, measure.json)
     summary.json  the numbers, and the checks of the expected behaviour
     *.png         plots, paper/theory values drawn beside ours
     report.html   all of it in one file a browser opens from disk
@@ -12,15 +13,20 @@ import json
 import platform
 import random
 import subprocess
-import time
 from datetime import datetime
 from pathlib import Path
 
+from p4cc_control.errors import P4ccError
+from p4cc_topo import NetworkError, SwitchStartError, TargetCapabilityError
+from p4cc_topo.plan import Plan, PlanError
+
+from .executors import ExecutorError, make_executor
 from .experiment import Experiment
-from .lab import Lab, LabError
-from .params import resolve
+from .params import ParamError, resolve
 from .progress import Progress
+from .registry import get
 from .report import write_report
+from .results import arm_result
 
 ROOT = Path(__file__).resolve().parents[2]
 SETUP_S, ANALYSIS_S = 8.0, 6.0
@@ -38,38 +44,64 @@ def _git_commit() -> str:
         return "unknown"
 
 
-def run(exp: Experiment, target: str = "auto", overrides: list[str] | None = None,
-        out: str | None = None, quiet: bool = False) -> Path:
+def make_plan(exp: Experiment, overrides: list[str] | None = None, scale: str = "default") -> Plan:
+    """The plan of ``exp`` with ``--set`` overrides (the one place user
+    strings become typed values)."""
     p = resolve(exp.params, overrides or [])
-    random.seed(p.get("seed", 1))
+    try:
+        return exp.plan(p, scale)
+    except (ValueError, PlanError) as e:
+        raise ParamError(f"{exp.id}: {e}") from None
+
+
+def arm_seconds(arm) -> float:
+    return arm.end_s() + 2.0
+
+
+def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str] | None = None,
+        out: str | None = None, plan: Plan | None = None, plan_only: bool = False) -> Path:
+    """Runs ``exp`` (or a saved ``plan``) and returns the report's path
+    (the plan's path with ``plan_only``)."""
+    if plan is None:
+        plan = make_plan(exp, overrides)
+    else:
+        exp = get(plan.experiment)
+    p = plan.params
+    random.seed(plan.seed)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     outdir = Path(out) if out else ROOT / "results" / f"{exp.id}-{stamp}"
     outdir.mkdir(parents=True, exist_ok=True)
-    arms = exp.arms(p)
+    plan_path = plan.write(outdir / "plan.json")
+    if plan_only:
+        return plan_path
+
+    executor = make_executor(target)
     meta = {"experiment": exp.id, "title": exp.title, "source": exp.source,
-            "target_requested": target, "params": p, "arms": [a.name for a in arms],
+            "target_requested": target, "params": p, "arms": [a.name for a in plan.arms],
             "git_commit": _git_commit(), "host": platform.node(), "kernel": platform.release(),
             "started": datetime.now().isoformat(timespec="seconds")}
-    (outdir / "params.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
-
-    progress = Progress(SETUP_S + sum(exp.arm_seconds(p, a) + SETUP_S for a in arms) + ANALYSIS_S)
-    results: dict[str, dict] = {}
+    progress = Progress(SETUP_S + sum(arm_seconds(a) + SETUP_S for a in plan.arms) + ANALYSIS_S)
     try:
-        for arm in arms:
+        for line in executor.prepare(plan):
+            progress.note(line)
+        meta.update(executor.describe())
+        (outdir / "params.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
+        for arm in plan.arms:
             # A fresh network per arm: no queue, counter or socket state
             # leaks from one protocol's run into the next.
             progress.phase(f"setting up ({arm.label})", SETUP_S)
-            with Lab(exp.arm_topology(p, arm), target, outdir / arm.name, seed=p.get("seed", 1),
-                     postcard_one_in_n=exp.postcard_one_in_n(p)) as lab:
-                meta["target"] = lab.net.target
-                progress.phase(arm.label, exp.arm_seconds(p, arm))
-                results[arm.name] = exp.run_arm(lab, arm, p, progress, outdir / arm.name)
-    except (LabError, OSError, RuntimeError) as e:
-        raise RunError(f"{exp.id}: {e}") from e
+            executor.run_arm(plan, arm, outdir / arm.name, _ArmProgress(progress, arm))
+    except (ExecutorError, TargetCapabilityError, NetworkError, SwitchStartError, P4ccError,
+            OSError, RuntimeError) as e:
+        raise RunError(f"{exp.id}: {str(e).splitlines()[0]}") from e
+    finally:
+        executor.finish()
     meta["finished"] = datetime.now().isoformat(timespec="seconds")
+    meta.update(executor.describe())
     (outdir / "params.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
 
     progress.phase("analysis and plots", ANALYSIS_S)
+    results = {a.name: arm_result(outdir / a.name, a) for a in plan.arms}
     summary, checks = exp.analyse(p, results)
     plots = exp.plot(p, results, summary, outdir)
     (outdir / "summary.json").write_text(json.dumps(
@@ -78,6 +110,23 @@ def run(exp: Experiment, target: str = "auto", overrides: list[str] | None = Non
     report = write_report(outdir, f"{exp.title} — {exp.source}",
                           exp.description + f" Target: {meta.get('target')}.",
                           {**p, "target": meta.get("target"), "git": meta["git_commit"]},
-                          summary, plots, checks)
+                          summary, plots, checks, notes=meta.get("notes"))
     progress.finish(f"{exp.id} finished: {sum(checks.values())}/{len(checks)} checks hold")
     return report
+
+
+class _ArmProgress:
+    """The progress display as an executor sees it: the arm's own phase."""
+
+    def __init__(self, progress: Progress, arm):
+        self._p, self._arm = progress, arm
+        self._started = False
+
+    def sleep(self, seconds: float, alive=None) -> None:
+        if not self._started:
+            self._p.phase(self._arm.label, arm_seconds(self._arm))
+            self._started = True
+        self._p.sleep(seconds, alive)
+
+    def __getattr__(self, name):
+        return getattr(self._p, name)

@@ -1,22 +1,42 @@
 """dctcp-queue end to end at a small scale, on the embedded target: real
-namespaces, the real switch, real agents. Asserts the paper's result."""
+namespaces, the real switch, real agents — started, as on a machine fresh
+from a reboot, with p4cc's BPF DCTCP *not* registered."""
 import json
 import os
+import subprocess
+import time
 
 import pytest
 
+from p4cc_exp.executors import host_agent
 from p4cc_exp.registry import get
 from p4cc_exp.runner import run
+from p4cc_topo.kernel_cc import BPF_DCTCP, available
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces)")
 
 
-def test_dctcp_queue_small(tmp_path):
+@pytest.fixture
+def no_bpf_dctcp():
+    """The state of a freshly booted machine: p4cc_dctcp unregistered (a
+    kernel with its own dctcp module never needs it)."""
+    if "dctcp" in available():
+        pytest.skip("this kernel has a dctcp module: the BPF DCTCP is never registered")
+    subprocess.run([host_agent(), "bpf-dctcp", "unload"], capture_output=True, text=True)
+    for _ in range(300):  # sockets that used it keep it listed until they close
+        if BPF_DCTCP not in available():
+            return
+        time.sleep(0.1)
+    pytest.fail(f"{BPF_DCTCP} stays registered after unload (sockets still use it?)")
+
+
+def test_dctcp_queue_small_from_an_unregistered_kernel(tmp_path, no_bpf_dctcp):
     report = run(get("dctcp-queue"), target="embedded", out=str(tmp_path / "run"),
                  overrides=["duration=8", "warmup=2"])
+    assert BPF_DCTCP in available(), "the run did not register the BPF DCTCP"
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     failed = [name for name, ok in summary["checks"].items() if not ok]
     assert summary["checks"], "no checks were evaluated"
     assert not failed, f"checks failed: {failed}\nsummary: {json.dumps(summary['summary'], indent=1)}"
     assert report.exists() and (tmp_path / "run" / "queue_cdf.png").exists()
-    assert (tmp_path / "run" / "params.json").exists()
+    assert (tmp_path / "run" / "params.json").exists() and (tmp_path / "run" / "plan.json").exists()

@@ -1,10 +1,9 @@
-"""pcc-convergence's analysis: windowed Jain index and per-flow deviation,
-and finding the shared link in a switch view."""
+"""pcc-convergence's analysis: windowed Jain index and per-flow deviation."""
 import math
 
 import pytest
 
-from p4cc_exp.defs.pcc_convergence import bottleneck, window_stats
+from p4cc_exp.defs.pcc_convergence import window_stats
 
 
 def steady(rate, t0, t1, step=0.1):
@@ -33,11 +32,3 @@ def test_deviation_is_over_window_averages():
     expect = math.sqrt(sum((x - m) ** 2 for x in xs) / 4) / 2  # flow 2 has none
     assert sd == pytest.approx(expect)
     assert 0.9 < jain < 1.0
-
-
-def test_bottleneck_is_s1_port_towards_s2():
-    view = {"switches": {"s1": {"switch_id": 7, "ports": {
-        "1": {"peer": "h1"}, "3": {"peer": "s2"}, "2": {"peer": "h2"}}}}}
-    assert bottleneck(view) == ("s1", 3, 7)
-    with pytest.raises(ValueError):
-        bottleneck({"switches": {"s1": {"switch_id": 1, "ports": {"1": {"peer": "h1"}}}}})

@@ -5,9 +5,9 @@ The experiment runner's entry points::
     from p4cc_topo import load_topology, Network, cleanup_all
 
     topo = load_topology("dumbbell", n_senders=2)        # or a YAML path
+    plan = switch_configs(topo)                          # what the controller applies
     with Network(topo, target="auto", log_dir=...) as net:
-        view = net.switch_view()                         # for the controller
-        net.apply_queue_config()                         # after pipeline push
+        net.endpoints()                                  # where the switches listen
         p = net.popen("rx", [...], log="rx.log")         # in a host namespace
 
 See docs/topologies.md.
@@ -18,8 +18,9 @@ from .cleanup import cleanup_all, cleanup_run, format_report
 from .model import Endpoint, Host, Link, Switch, Topology, TopologyError, GATEWAY_IP
 from .naming import netns_name, port_ifname
 from .network import Network, NetworkError
+from .plan import Plan, PlanError, switch_configs
 from .targets import (SwitchStartError, TargetCapabilityError, TargetUnavailable,
-                      check_capabilities, plan_ports, resolve_target)
+                      netem_available, resolve_target)
 from .units import UnitError, parse_delay, parse_loss, parse_rate
 
 __all__ = [
@@ -28,6 +29,6 @@ __all__ = [
     "Network", "NetworkError", "cleanup_all", "cleanup_run", "format_report",
     "netns_name", "port_ifname",
     "SwitchStartError", "TargetCapabilityError", "TargetUnavailable",
-    "check_capabilities", "plan_ports", "resolve_target",
+    "netem_available", "resolve_target", "Plan", "PlanError", "switch_configs",
     "UnitError", "parse_rate", "parse_delay", "parse_loss",
 ]

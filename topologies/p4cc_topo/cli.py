@@ -78,7 +78,6 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--target", default="auto", help="auto, embedded, bmv2 or pyfwd")
     up.add_argument("--run-id")
     up.add_argument("--log-dir")
-    up.add_argument("--view", help="write the switch view (JSON) here")
     up.add_argument("--no-watchdog", action="store_true")
     up.add_argument("--no-switch", action="store_true", help="namespaces and links only")
     up.add_argument("--duration", type=float, help="tear down after this many seconds")
@@ -116,15 +115,9 @@ def main(argv: list[str] | None = None) -> int:
             topo = load_topology(a.topology, **_params(a.param))
             with Network(topo, target=a.target, run_id=a.run_id, log_dir=a.log_dir,
                          watchdog=not a.no_watchdog, start_switches=not a.no_switch) as net:
-                view = net.switch_view()
-                if a.view:
-                    net.write_switch_view(a.view)
                 print(json.dumps({"run_id": net.run_id, "target": net.target,
-                                  "log_dir": str(net.log_dir),
-                                  "switches": {n: {"grpc_addr": s["grpc_addr"],
-                                                   "ports": {p: v["iface"] for p, v in s["ports"].items()}}
-                                               for n, s in view["switches"].items()},
-                                  "hosts": {n: h["netns"] for n, h in view["hosts"].items()}},
+                                  "log_dir": str(net.log_dir), "switches": net.endpoints(),
+                                  "hosts": {n: net.netns(n) for n in topo.hosts}},
                                  indent=1), flush=True)
                 print(f"p4cc: run {net.run_id} is up; Ctrl-C to tear down", file=sys.stderr, flush=True)
                 t0 = time.monotonic()

@@ -7,10 +7,11 @@ For people who prefer Mininet's CLI, this module gives:
 
 - :class:`P4Switch`, a ``mininet.node.Switch`` that runs the embedded target
   (``p4cc-switch``), bmv2 (``simple_switch_grpc``) or the ``pyfwd`` test
-  forwarder on its Mininet interfaces, with link properties applied by the
-  switch (embedded) from ``port_settings``; it also gives every host cabled
-  to it p4cc's addressing (gateway 169.254.0.1 with a permanent ARP entry
-  for the port's MAC, offloads off, tcp_ecn=1);
+  forwarder on its Mininet interfaces, bare: the controller pushes the
+  pipeline, routes, K and link model to it (p4cc_control.program) as to any
+  switch; it also gives every host cabled to it p4cc's addressing (gateway
+  169.254.0.1 with a permanent ARP entry for the port's MAC, offloads off,
+  tcp_ecn=1);
 - :class:`P4ccTopo`, a ``mininet.topo.Topo`` made from a p4cc topology.
 
 From the shell (no OVS, no OpenFlow controller)::
@@ -18,14 +19,13 @@ From the shell (no OVS, no OpenFlow controller)::
     mn --custom topologies/p4cc_topo/mininet_switch.py \\
        --topo p4cc,dumbbell --switch p4cc --controller none --link default
 
-``P4CC_TARGET`` picks the target (default embedded); the switch view for
-the controller is written to ``/tmp/p4cc/mininet/view.json``. Mininet
-leftovers are Mininet's to clean (``mn -c`` — which also tries to stop OVS).
+``P4CC_TARGET`` picks the target (default embedded); :func:`endpoints` says
+where each switch listens. Mininet leftovers are Mininet's to clean
+(``mn -c`` — which also tries to stop OVS).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
@@ -38,8 +38,9 @@ from mininet.topo import Topo  # noqa: E402
 from p4cc_topo.builtin import load_topology  # noqa: E402
 from p4cc_topo.model import GATEWAY_IP, Topology, port_mac  # noqa: E402
 from p4cc_topo.network import OFFLOADS_OFF  # noqa: E402
-from p4cc_topo.targets import (Bmv2Switch, EmbeddedSwitch, PortPlan, PyFwdSwitch,  # noqa: E402
-                               check_capabilities, plan_ports, resolve_target, terminate)
+from p4cc_topo.plan import switch_configs  # noqa: E402
+from p4cc_topo.targets import (Bmv2Switch, EmbeddedSwitch, PyFwdSwitch,  # noqa: E402
+                               resolve_target, terminate)
 
 LOG_DIR = Path("/tmp/p4cc/mininet")
 #: The P4CC_RUN_ID of processes Mininet's switches start. Deliberately not a
@@ -54,42 +55,26 @@ class P4Switch(Switch):
     device_id : P4Runtime device id and telemetry switch id (default: the
         number in the switch's name)
     target : "embedded" | "bmv2" | "pyfwd" | "auto" (default $P4CC_TARGET or auto)
-    port_settings : {port: {"rate_bps", "delay_us", "loss", "buffer_pkts"}}
     routes : [{"prefix", "port", "dst_mac"}] (pyfwd only; P4 targets get
         theirs from the controller)
     """
 
-    def __init__(self, name, device_id=None, target=None, port_settings=None, routes=None,
+    def __init__(self, name, device_id=None, target=None, routes=None,
                  log_dir=None, p4_json=None, **params):
         params.setdefault("inNamespace", False)
         Switch.__init__(self, name, **params)
         self.device_id = int(device_id) if device_id is not None else int(self.dpid, 16)
         self.target = resolve_target(target or os.environ.get("P4CC_TARGET") or "auto")
-        self.port_settings = {int(k): v for k, v in (port_settings or {}).items()}
         self.routes = routes or []
         self.log_dir = Path(log_dir) if log_dir else LOG_DIR
         self.p4_json = p4_json
         self.sw = None
 
-    def _plans(self) -> dict[int, PortPlan]:
-        plans = {}
-        for intf, port in self.ports.items():
-            if intf.name == "lo" or port == 0:
-                continue
-            s = self.port_settings.get(port, {})
-            link = intf.link
-            other = None
-            if link is not None:
-                other = link.intf2 if link.intf1 is intf else link.intf1
-            plans[port] = PortPlan(
-                switch=self.name, port=port, iface=intf.name, mac=port_mac(self.device_id, port),
-                peer=other.node.name if other else "", peer_port=None, link=-1,
-                rate_bps=s.get("rate_bps"), delay_us=s.get("delay_us", 0),
-                egress_delay_us=s.get("egress_delay_us", s.get("delay_us", 0)),
-                loss=s.get("loss", 0.0), buffer_pkts=s.get("buffer_pkts"), ecn_k_pkts=None)
-        return dict(sorted(plans.items()))
+    def _ifaces(self) -> dict[int, str]:
+        return dict(sorted((port, intf.name) for intf, port in self.ports.items()
+                           if intf.name != "lo" and port != 0))
 
-    def _configure_neighbours(self, plans) -> None:
+    def _configure_neighbours(self) -> None:
         """p4cc addressing for every host cabled to this switch."""
         for intf, port in self.ports.items():
             link = intf.link
@@ -105,17 +90,16 @@ class P4Switch(Switch):
             node.cmd("sysctl -qw net.ipv4.tcp_ecn=1 net.ipv4.tcp_no_metrics_save=1 "
                      "net.ipv6.conf.all.disable_ipv6=1")
             node.cmd(f"ip route flush dev {dev} proto kernel")
-            node.cmd(f"ip neigh replace {GATEWAY_IP} lladdr {plans[port].mac} dev {dev} nud permanent")
+            node.cmd(f"ip neigh replace {GATEWAY_IP} lladdr {port_mac(self.device_id, port)} dev {dev} nud permanent")
             node.cmd(f"ip route replace {GATEWAY_IP}/32 dev {dev} scope link")
             node.cmd(f"ip route replace default via {GATEWAY_IP} dev {dev}")
             subprocess.run(["ethtool", "-K", intf.name] + [x for o in OFFLOADS_OFF for x in (o, "off")],
                            capture_output=True)
 
     def start(self, controllers):
-        plans = self._plans()
-        self._configure_neighbours(plans)
+        self._configure_neighbours()
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        common = dict(name=self.name, device_id=self.device_id, ports=plans, run_id=MN_RUN_ID,
+        common = dict(name=self.name, device_id=self.device_id, ports=self._ifaces(), run_id=MN_RUN_ID,
                       log_dir=self.log_dir)
         if self.target == "embedded":
             self.sw = EmbeddedSwitch(**common)
@@ -143,18 +127,13 @@ class P4ccTopo(Topo):
         topo = topology if isinstance(topology, Topology) else load_topology(topology, **params)
         self.p4cc = topo
         tgt = resolve_target(target or os.environ.get("P4CC_TARGET") or "auto")
-        check_capabilities(topo, tgt)
-        plans = plan_ports(topo, MN_RUN_ID)
-        routes = {s: [{"prefix": f"{topo.hosts[h].ip}/32", "port": p, "dst_mac": m}
-                      for h, (p, m) in topo.next_hops(s).items()] for s in topo.switches}
+        routes = {n: [{"prefix": r.prefix, "port": r.port, "dst_mac": r.dst_mac} for r in c.routes]
+                  for n, c in switch_configs(topo).items()}
         for h in topo.hosts.values():
             self.addHost(h.name, ip=h.cidr, mac=h.mac)
         for s in topo.switches.values():
-            settings = {n: {"rate_bps": p.rate_bps, "delay_us": p.delay_us,
-                            "egress_delay_us": p.egress_delay_us, "loss": p.loss,
-                            "buffer_pkts": p.buffer_pkts} for n, p in plans[s.name].items()}
             self.addSwitch(s.name, cls=P4Switch, dpid=f"{s.id:x}", device_id=s.id, target=tgt,
-                           port_settings=settings, routes=routes[s.name])
+                           routes=routes[s.name])
         for l in topo.links:
             kw = {}
             if l.a.port is not None:
@@ -164,29 +143,10 @@ class P4ccTopo(Topo):
             self.addLink(l.a.node, l.b.node, **kw)
 
 
-def write_view(net, path: Path = LOG_DIR / "view.json") -> Path:
-    """The switch view (as Network.switch_view()) of a running Mininet net."""
-    from p4cc_topo.network import switch_view
-    topo: Topology = net.topo.p4cc
-    plans = plan_ports(topo, MN_RUN_ID)
-    for s in topo.switches:
-        node = net.get(s)
-        for port, plan in plans[s].items():
-            plan.iface = node.intfs[port].name if port in node.intfs else plan.iface
-    routes = {s: [{"prefix": f"{topo.hosts[h].ip}/32", "port": p, "dst_mac": m}
-                  for h, (p, m) in topo.next_hops(s).items()] for s in topo.switches}
-    procs = {s: net.get(s).sw for s in topo.switches}
-    target = next(iter(procs.values())).target if procs else None
-    view = switch_view(topo, MN_RUN_ID, target, plans, routes, procs)
-    view["run_id"] = None
-    for name, h in view["hosts"].items():
-        node = net.get(name)
-        h["netns"] = None                   # Mininet's namespaces have no names
-        h["pid"] = node.pid                 # nsenter -t PID -n, or node.cmd()
-        h["iface"] = node.defaultIntf().name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(view, indent=1, default=str) + "\n")
-    return path
+def endpoints(net) -> dict[str, dict]:
+    """Per switch of a running Mininet net where it listens (as
+    Network.endpoints()): what p4cc_control.program.Endpoint takes."""
+    return {s: net.get(s).sw.describe() for s in net.topo.p4cc.switches}
 
 
 # `mn --custom this_file --topo p4cc,NAME[,key=value...] --switch p4cc`

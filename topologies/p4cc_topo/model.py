@@ -546,9 +546,10 @@ class Topology:
         return list(who) if isinstance(who, list) else [who]
 
     # ------------------------------------------------------------ output
-    def to_dict(self) -> dict:
+    def to_dict(self, numeric: bool = False) -> dict:
         """A canonical mapping that :meth:`from_dict` turns back into an equal
-        topology (ports and MACs made explicit, units written out)."""
+        topology (ports and MACs made explicit, units written out; with
+        ``numeric``, bare numbers in each property's unit, as plans hold)."""
         d: dict[str, Any] = {"name": self.name}
         if self.description:
             d["description"] = self.description
@@ -564,10 +565,11 @@ class Topology:
         for l in self.links:
             ld: dict[str, Any] = {"endpoints": [str(l.a), str(l.b)]}
             if l.rate_bps is not None:
-                ld["rate_bps"] = format_rate(l.rate_bps)
+                ld["rate_bps"] = l.rate_bps if numeric else format_rate(l.rate_bps)
             if l.delay_us:
-                ld["delay_us"] = format_delay(l.delay_us)
-            for key, fmt in (("buffer_pkts", int), ("ecn_k_pkts", int), ("loss", format_loss)):
+                ld["delay_us"] = l.delay_us if numeric else format_delay(l.delay_us)
+            for key, fmt in (("buffer_pkts", int), ("ecn_k_pkts", int),
+                             ("loss", float if numeric else format_loss)):
                 per = getattr(l, key)
                 vals = set(per.values())
                 if not per:

@@ -4,9 +4,8 @@
 
     topo = load_topology("dumbbell", n_senders=2)
     with Network(topo, target="auto", log_dir="results/x/logs") as net:
-        view = net.switch_view()          # → controller: ports, routes, K
-        ...                               # controller pushes pipeline + entries
-        net.apply_queue_config()          # bmv2 queue rate/depth (no-op otherwise)
+        net.endpoints()                   # → p4cc_control.program(): pipeline, routes,
+                                          #   K, link model, postcards
         rx = net.popen("rx", ["p4cc-host", "recv"], log="rx.log")
         net.run("h1", ["ping", "-c", "1", net.ip("rx")])
 
@@ -26,13 +25,14 @@ The switch ends of the links stay in the root namespace, named
 ``p4cc<run>s<switch index>e<port>``, IPv6 off, offloads off; their own MAC
 differs from the port MAC the hosts address, so the root namespace's kernel
 ignores the frames the switch forwards.
+
+The switches start bare (their ports only); everything else reaches them
+through the controller.
 """
 
 from __future__ import annotations
 
 import atexit
-import ipaddress
-import json
 import os
 import shutil
 import signal
@@ -41,12 +41,11 @@ import threading
 from pathlib import Path
 
 from . import cleanup as _cleanup
-from .model import GATEWAY_IP, Topology
+from .model import GATEWAY_IP, Topology, port_mac
 from .naming import ENV_RUN_ID, check_run_id, netns_name
 from .state import RunState
-from .targets import (PortPlan, SwitchProcess, SwitchStartError, check_capabilities, log_tail,
-                      make_switch, netem_available, plan_ports, resolve_target, spawn,
-                      terminate)
+from .targets import (SwitchProcess, SwitchStartError, interfaces, log_tail, make_switch,
+                      resolve_target, spawn, terminate)
 
 __all__ = ["Network", "NetworkError", "HOST_IFACE", "OFFLOADS_OFF"]
 
@@ -84,8 +83,7 @@ class Network:
         waiting for the controller's SetForwardingPipelineConfig
     cpu_port : the switches' CPU port (packet-in/out), if any
     seed : embedded only: the switch's random seed (loss draws)
-    loss_mode : "link" (the target/netem applies link loss) or "p4" (the
-        switch view lists loss per port for the controller's port_loss table)
+    routes : pyfwd only (it has no P4Runtime): per switch the plan's routes
     watchdog : start a watchdog process that cleans up if this process is
         killed (SIGKILL) before it can
     clean_stale : first remove what dead runs left behind
@@ -99,12 +97,10 @@ class Network:
     def __init__(self, topo: Topology, target: str = "auto", run_id: str | None = None,
                  log_dir: str | Path | None = None, p4_json: str | None = None,
                  p4info: str | None = None, cpu_port: int | None = None,
-                 seed: int | None = None, loss_mode: str = "link", watchdog: bool = True,
+                 seed: int | None = None, routes: dict | None = None, watchdog: bool = True,
                  clean_stale: bool = True, start_switches: bool = True,
                  ready_timeout: float = 20.0, handle_signals: bool = True,
                  keep_logs: bool | None = None):
-        if loss_mode not in ("link", "p4"):
-            raise ValueError("loss_mode must be 'link' or 'p4'")
         self.topo = topo
         self.requested_target = target
         self.target: str | None = None
@@ -115,7 +111,7 @@ class Network:
         self.p4info = p4info
         self.cpu_port = cpu_port
         self.seed = seed
-        self.loss_mode = loss_mode
+        self.routes = routes
         self.watchdog = watchdog
         self.clean_stale = clean_stale
         self.start_switches = start_switches
@@ -123,14 +119,13 @@ class Network:
         self.handle_signals = handle_signals
         self.keep_logs = keep_logs
         self.state: RunState | None = None
-        self.ports: dict[str, dict[int, PortPlan]] = {}
+        self.ports: dict[str, dict[int, str]] = {}   # switch -> port -> interface
         self.switches: dict[str, SwitchProcess] = {}
         self.procs: list[tuple[str, subprocess.Popen]] = []
         self._watchdog: subprocess.Popen | None = None
         self._old_handlers: dict = {}
         self._started = False
         self._stopping = False
-        self._netem = False
         self._lock = threading.Lock()
         self._nlog = 0
 
@@ -178,13 +173,10 @@ class Network:
             return self
         topo = self.topo
         self.target = resolve_target(self.requested_target)
-        if self.target != "bmv2":
-            check_capabilities(topo, self.target, loss_mode=self.loss_mode)
         if self.clean_stale:
             _cleanup.cleanup_all(min_age=STALE_AFTER_S)
 
         # reserve the run id and write down everything we are about to create
-        probe_ns = None
         plan_netns = []
         plan_links = []
         tmp_rid = self.run_id
@@ -195,23 +187,16 @@ class Network:
         rid = self.run_id
         self.log_dir = self._log_dir_arg or (LOG_ROOT / rid)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.ports = plan_ports(topo, rid)
+        self.ports = interfaces(topo, rid)
         plan_netns = [netns_name(rid, h) for h in topo.hosts]
         for sw in self.ports.values():
-            plan_links += [p.iface for p in sw.values()]
-        if self.target == "bmv2":
-            probe_ns = netns_name(rid, "netemprobe")
-            plan_netns.append(probe_ns)
+            plan_links += list(sw.values())
         self.state.set(netns=plan_netns, links=plan_links, log_dir=str(self.log_dir),
                        hosts=sorted(topo.hosts))
         if self.watchdog:
             self._watchdog = _cleanup.start_watchdog(rid, self.state.path,
                                                      self.log_dir / "watchdog.log")
             self.state.add_pid(self._watchdog.pid, "watchdog")
-
-        if self.target == "bmv2":
-            self._netem = netem_available(probe_ns)
-            check_capabilities(topo, "bmv2", netem=self._netem, loss_mode=self.loss_mode)
 
         self._create_netns()
         self._create_links()
@@ -285,46 +270,35 @@ class Network:
             host_ends = [e for e in ends if e.node in self.topo.hosts]
             if host_ends:
                 h, s = host_ends[0], sw_ends[0]
-                iface = self.ports[s.node][s.port].iface
+                iface = self.ports[s.node][s.port]
                 lines.append(f"link add {iface} type veth peer name {HOST_IFACE} "
                              f"netns {netns_name(rid, h.node)}")
             else:
                 a, b = sw_ends
-                lines.append(f"link add {self.ports[a.node][a.port].iface} type veth "
-                             f"peer name {self.ports[b.node][b.port].iface}")
+                lines.append(f"link add {self.ports[a.node][a.port]} type veth "
+                             f"peer name {self.ports[b.node][b.port]}")
         _run(["ip", "-batch", "-"], input="\n".join(lines) + "\n", what="creating veth links")
 
-    def _all_port_ifaces(self) -> list[PortPlan]:
-        return [p for sw in self.ports.values() for p in sw.values()]
+    def _all_port_ifaces(self) -> list[str]:
+        return [i for sw in self.ports.values() for i in sw.values()]
 
     def _configure_switch_ends(self) -> None:
-        plans = self._all_port_ifaces()
-        for p in plans:
-            for key in ("disable_ipv6",):
-                path = Path(f"/proc/sys/net/ipv6/conf/{p.iface}/{key}")
-                if path.exists():
-                    path.write_text("1\n")
+        ifaces = self._all_port_ifaces()
+        for iface in ifaces:
+            path = Path(f"/proc/sys/net/ipv6/conf/{iface}/disable_ipv6")
+            if path.exists():
+                path.write_text("1\n")
         ups = []
-        for p in plans:
-            _ethtool_off(p.iface)
-            ups.append(f"link set dev {p.iface} up")
+        for iface in ifaces:
+            _ethtool_off(iface)
+            ups.append(f"link set dev {iface} up")
         _run(["ip", "-batch", "-"], input="\n".join(ups) + "\n", what="bringing switch ports up")
-        if self.target == "bmv2" and self._netem:
-            for p in plans:
-                args = []
-                if p.egress_delay_us:
-                    args += ["delay", f"{p.egress_delay_us}us"]
-                if p.loss and self.loss_mode == "link":
-                    args += ["loss", f"{p.loss * 100:.6g}%"]
-                if args:
-                    _run(["tc", "qdisc", "replace", "dev", p.iface, "root", "netem"] + args,
-                         what=f"netem on {p.iface}")
 
     def host_script(self, host: str) -> str:
         """The shell script that configures a host's namespace."""
         h = self.topo.hosts[host]
         att = self.topo.attachment(host)
-        gw_mac = self.ports[att.node][att.port].mac
+        gw_mac = port_mac(self.topo.switches[att.node].id, att.port)
         dev = HOST_IFACE
         lines = [
             "set -e",
@@ -351,11 +325,20 @@ class Network:
             _run(["ip", "netns", "exec", ns, "sh", "-c", self.host_script(host)],
                  what=f"configuring host {host} (namespace {ns})")
 
+    def _pyfwd_routes(self) -> dict[str, list[dict]]:
+        """pyfwd has no P4Runtime: it starts with the routes the controller
+        would install (the plan's, computed from the topology by default)."""
+        if self.routes is not None:
+            return self.routes
+        from .plan import switch_configs
+        return {n: [{"prefix": r.prefix, "port": r.port, "dst_mac": r.dst_mac} for r in c.routes]
+                for n, c in switch_configs(self.topo).items()}
+
     def _start_switches(self) -> None:
-        routes = self.routes()
+        routes = self._pyfwd_routes() if self.target == "pyfwd" else {}
         for name, sw in self.topo.switches.items():
             s = make_switch(self.target, name, sw.id, self.ports[name], self.run_id, self.log_dir,
-                            routes[name], seed=self.seed, p4_json=self.p4_json,
+                            routes.get(name, []), seed=self.seed, p4_json=self.p4_json,
                             p4info=self.p4info, cpu_port=self.cpu_port)
             self.switches[name] = s
             s.start()
@@ -375,26 +358,11 @@ class Network:
     def mac(self, host: str) -> str:
         return self.topo.hosts[host].mac
 
-    def routes(self) -> dict[str, list[dict]]:
-        """Per switch: ``[{"prefix": "10.0.0.2/32", "port": 2, "dst_mac": ...}]``."""
-        out = {}
-        for s in self.topo.switches:
-            hops = self.topo.next_hops(s)
-            out[s] = [{"prefix": f"{self.topo.hosts[h].ip}/32", "port": port, "dst_mac": mac}
-                      for h, (port, mac) in hops.items()]
-        return out
-
-    def switch_view(self) -> dict:
-        """What the controller needs: per switch its address, ports (number →
-        interface and settings), routes, ECN thresholds and collector port.
-        Schema in docs/topologies.md ("Switch view")."""
-        return switch_view(self.topo, self.run_id, self.target, self.ports, self.routes(),
-                           self.switches, self.loss_mode)
-
-    def write_switch_view(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.write_text(json.dumps(self.switch_view(), indent=1, default=str) + "\n")
-        return path
+    def endpoints(self) -> dict[str, dict]:
+        """Per switch where it listens and what it is (name, target,
+        grpc_addr, device_id, port_ifaces, admin_addr/thrift_port):
+        what p4cc_control.program.Endpoint takes."""
+        return {n: s.describe() for n, s in self.switches.items()}
 
     def dead_switches(self) -> list[str]:
         """Names of switches whose process has exited."""
@@ -407,13 +375,6 @@ class Network:
                 raise SwitchStartError(f"{s.target} switch {name} exited with status "
                                        f"{s.proc.returncode}; last lines of {s.log_path}:\n"
                                        f"{log_tail(s.log_path)}")
-
-    def apply_queue_config(self) -> None:
-        """Queue settings that need the pipeline loaded (bmv2's queue rate and
-        depth): call after the controller pushed the pipeline. No-op on the
-        other targets (they got everything at start)."""
-        for s in self.switches.values():
-            s.apply_queue_config()
 
     # ------------------------------------------------------------- hosts
     def host_command(self, host: str, cmd) -> list[str]:
@@ -483,60 +444,3 @@ def _ethtool_off(iface: str, netns: str | None = None) -> None:
         # some drivers refuse one feature (lro fixed): set the rest one by one
         for o in OFFLOADS_OFF:
             subprocess.run(pre + ["ethtool", "-K", iface, o, "off"], capture_output=True)
-
-
-def switch_ip(switch_id: int) -> str:
-    """The source address of a switch's own packets (postcards):
-    169.254.128.0 + id, outside every host's address and the gateway's."""
-    return str(ipaddress.IPv4Address("169.254.128.0") + switch_id)
-
-
-def switch_view(topo: Topology, run_id: str, target: str, ports: dict, routes: dict,
-                switches: dict, loss_mode: str = "link") -> dict:
-    view: dict = {
-        "run_id": run_id,
-        "target": target,
-        "topology": topo.name,
-        "gateway_ip": GATEWAY_IP,
-        "collector": None,
-        "hosts": {},
-        "switches": {},
-    }
-    if topo.collector:
-        c = topo.hosts[topo.collector]
-        view["collector"] = {"host": c.name, "ip": c.ip, "mac": c.mac}
-    for h in topo.hosts.values():
-        att = topo.attachment(h.name)
-        view["hosts"][h.name] = {
-            "ip": h.ip, "prefix_len": h.prefix_len, "mac": h.mac,
-            "netns": netns_name(run_id, h.name), "iface": HOST_IFACE,
-            "switch": att.node, "port": att.port, "gateway_mac": ports[att.node][att.port].mac,
-        }
-    for name, sw in topo.switches.items():
-        proc = switches.get(name)
-        sv: dict = {
-            "device_id": sw.id,
-            "switch_id": sw.id,
-            "grpc_addr": proc.grpc_addr if proc else None,
-            "ports": {n: p.as_dict() for n, p in ports[name].items()},
-            "routes": routes[name],
-            "ecn_k_pkts": {n: p.ecn_k_pkts for n, p in ports[name].items()
-                           if p.ecn_k_pkts is not None},
-            "p4_loss": ({n: p.loss for n, p in ports[name].items() if p.loss}
-                        if loss_mode == "p4" else {}),
-            "collector_port": None,
-            "switch_ip": switch_ip(sw.id),
-        }
-        if proc is not None:
-            for k in ("admin_addr", "thrift_port"):
-                if hasattr(proc, k):
-                    sv[k] = getattr(proc, k)
-            sv["pid"] = proc.proc.pid if proc.proc else None
-            sv["log"] = str(proc.log_path)
-        if topo.collector:
-            port, mac = topo.next_hops(name)[topo.collector]
-            sv["collector_port"] = port
-            sv["collector_mac"] = mac      # next hop towards the collector
-            sv["collector_ip"] = topo.hosts[topo.collector].ip
-        view["switches"][name] = sv
-    return view

@@ -2,22 +2,18 @@
 
 Targets
 -------
-``embedded``  p4cc's own software switch (``switch/`` → ``p4cc-switch``):
-              per-port line rate (bits/s), propagation delay, loss and queue
-              depth applied by the switch itself, from a port file.
-``bmv2``      ``simple_switch_grpc``: queue depth (packets) and queue rate
-              (packets/s) through ``simple_switch_CLI`` after the pipeline is
-              pushed; delay and loss need netem on the links (absent here).
+``embedded``  p4cc's own software switch (``switch/`` → ``p4cc-switch``).
+``bmv2``      ``simple_switch_grpc``.
 ``pyfwd``     a tiny Python forwarder for tests and debugging (no P4: it
-              forwards by the same routes the controller would load); it can
-              apply no link property at all.
+              forwards by the routes of the plan); it applies no link property.
 ``auto``      bmv2 when asked for through ``P4CC_TARGET=bmv2`` and installed,
               else embedded.
 
-Every property a topology sets that the chosen target cannot apply is an
-error naming the link and the property, before anything is created: p4cc
-never silently drops a delay or a loss rate (Mininet's TCLink does, where
-netem is missing).
+Switches start bare: their ports and nothing else. The pipeline, the routes,
+K and every port's link model (line rate, delay, loss, queue depth) reach a
+switch through the controller only (p4cc_control.program), whatever the
+target; what a target cannot apply is refused before anything is built
+(p4cc_exp.executors checks the plan against the target).
 """
 
 from __future__ import annotations
@@ -32,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .model import Link, Topology, port_mac
+from .model import Topology
 from .naming import ENV_RUN_ID, port_ifname
 
 __all__ = [
@@ -40,25 +36,19 @@ __all__ = [
     "TargetUnavailable",
     "TargetCapabilityError",
     "SwitchStartError",
-    "PortPlan",
     "resolve_target",
     "find_embedded",
     "find_bmv2",
     "netem_available",
-    "plan_ports",
-    "check_capabilities",
+    "interfaces",
     "SwitchProcess",
     "EmbeddedSwitch",
     "Bmv2Switch",
     "PyFwdSwitch",
-    "BMV2_PKT_BYTES",
 ]
 
 TARGETS = ("embedded", "bmv2", "pyfwd")
 REPO_ROOT = Path(__file__).resolve().parents[2]
-#: bmv2's queue rate is in packets/s; p4cc converts a rate in bits/s at this
-#: packet size (the MTU, the same convention as p4cc_control's Bmv2Target).
-BMV2_PKT_BYTES = 1500
 
 
 class TargetUnavailable(RuntimeError):
@@ -66,13 +56,16 @@ class TargetUnavailable(RuntimeError):
 
 
 class TargetCapabilityError(ValueError):
-    """A topology asks for a link property the target cannot apply here."""
+    """A plan asks for a link property the target cannot apply here. The
+    first line says it all (what the CLIs print); the rest lists each."""
 
     def __init__(self, target: str, problems: list[str]):
         self.target = target
         self.problems = problems
-        head = f"target {target} cannot apply {len(problems)} link propert{'y' if len(problems) == 1 else 'ies'}"
-        super().__init__(head + ":\n" + "\n".join(f"  - {p}" for p in problems))
+        n = len(problems)
+        head = (f"target {target} cannot apply {n} link propert{'y' if n == 1 else 'ies'}: "
+                f"{problems[0]}" + (f" (and {n - 1} more)" if n > 1 else ""))
+        super().__init__(head + ("" if n == 1 else "\n" + "\n".join(f"  - {p}" for p in problems)))
 
 
 class SwitchStartError(RuntimeError):
@@ -151,123 +144,31 @@ def resolve_target(target: str | None = "auto") -> str:
 _netem_cache: bool | None = None
 
 
-def netem_available(probe_netns: str | None = None) -> bool:
-    """Whether ``tc qdisc add ... netem`` works, tried in a throwaway netns
-    (``probe_netns`` must be a name the caller will clean up)."""
+def netem_available() -> bool:
+    """Whether ``tc qdisc add ... netem`` works here, tried once in an
+    anonymous network namespace (``unshare -n``) that vanishes with the
+    probe, so nothing is left to clean up."""
     global _netem_cache
-    if _netem_cache is not None:
-        return _netem_cache
-    if probe_netns is None:
-        # Without a namespace we can only look for the module.
-        rel = os.uname().release
-        found = any(Path(p).exists() for p in (
-            f"/lib/modules/{rel}/kernel/net/sched/sch_netem.ko",
-            f"/lib/modules/{rel}/kernel/net/sched/sch_netem.ko.xz",
-            f"/lib/modules/{rel}/kernel/net/sched/sch_netem.ko.zst"))
-        return found
-    try:
-        subprocess.run(["ip", "netns", "add", probe_netns], check=True, capture_output=True)
-        r = subprocess.run(["ip", "netns", "exec", probe_netns, "tc", "qdisc", "add", "dev", "lo",
-                            "root", "netem", "delay", "1ms"], capture_output=True)
-        _netem_cache = r.returncode == 0
-    except (OSError, subprocess.CalledProcessError):
-        _netem_cache = False
-    finally:
-        subprocess.run(["ip", "netns", "del", probe_netns], capture_output=True)
+    if _netem_cache is None:
+        try:
+            r = subprocess.run(["unshare", "-n", "tc", "qdisc", "add", "dev", "lo", "root",
+                                "netem", "delay", "1ms"], capture_output=True, timeout=20)
+            _netem_cache = r.returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            _netem_cache = False
     return _netem_cache
 
 
-# ------------------------------------------------------------------ port plan
+# ----------------------------------------------------------------- interfaces
 
-@dataclass
-class PortPlan:
-    """One switch port: where it is, what is behind it, what to apply."""
-    switch: str
-    port: int
-    iface: str              #: veth end in the root namespace
-    mac: str                #: the port's fixed MAC (host gateway / next hop)
-    peer: str               #: host or switch on the other end
-    peer_port: int | None   #: the other switch's port (switch-switch links)
-    link: int               #: index of the link in the topology
-    rate_bps: int | None    #: line rate, both directions of the link
-    delay_us: int           #: the link's one-way propagation delay
-    egress_delay_us: int    #: delay the switch adds when sending on this port
-    loss: float             #: loss of frames the switch sends on this port
-    buffer_pkts: int | None
-    ecn_k_pkts: int | None
-
-    def as_dict(self) -> dict:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
-
-
-def plan_ports(topo: Topology, run_id: str) -> dict[str, dict[int, PortPlan]]:
-    """Every switch port with its interface name and egress settings.
-
-    Delay: a switch can only delay what it sends. A switch-switch link gets
-    its one-way delay on both ends' egress; a host link is folded onto the
-    switch's egress towards the host as *twice* the one-way delay, so every
-    round trip crosses exactly the sum of its links' delays both ways (the
-    RTT is exact; one direction carries the whole host-link delay).
-    """
-    out: dict[str, dict[int, PortPlan]] = {s: {} for s in topo.switches}
-    for l in topo.links:
-        for end in l.ends:
-            if end.node not in topo.switches:
-                continue
-            sw = topo.switches[end.node]
-            other = l.other(end.node)
-            host_link = other.node in topo.hosts
-            out[sw.name][end.port] = PortPlan(
-                switch=sw.name, port=end.port,
-                iface=port_ifname(run_id, sw.index, end.port),
-                mac=port_mac(sw.id, end.port),
-                peer=other.node, peer_port=other.port, link=l.index,
-                rate_bps=l.rate_bps, delay_us=l.delay_us,
-                egress_delay_us=2 * l.delay_us if host_link else l.delay_us,
-                loss=l.loss.get(sw.name, 0.0),
-                buffer_pkts=l.buffer_pkts.get(sw.name),
-                ecn_k_pkts=l.ecn_k_pkts.get(sw.name),
-            )
-    for s in out:
-        out[s] = dict(sorted(out[s].items()))
+def interfaces(topo: Topology, run_id: str) -> dict[str, dict[int, str]]:
+    """Per switch, port number → the name of its veth end in the root
+    namespace (``p4cc<run>s<switch index>e<port>``)."""
+    out: dict[str, dict[int, str]] = {s: {} for s in topo.switches}
+    for name, sw in topo.switches.items():
+        for port, _ in topo.switch_links(name):
+            out[name][port] = port_ifname(run_id, sw.index, port)
     return out
-
-
-def _link_label(topo: Topology, l: Link) -> str:
-    return f"links[{l.index}] ({l.label()})"
-
-
-def check_capabilities(topo: Topology, target: str, netem: bool | None = None,
-                       loss_mode: str = "link") -> None:
-    """Raise :class:`TargetCapabilityError` naming every link property that
-    ``target`` cannot apply (``netem``: whether netem works here, needed by
-    bmv2 for delay and loss). ``loss_mode="p4"`` moves loss to the P4
-    program's port_loss table (the controller loads it; any P4 target)."""
-    problems = []
-    for l in topo.links:
-        where = _link_label(topo, l)
-        loss_vals = {k: v for k, v in l.loss.items() if v > 0}
-        if target == "embedded":
-            continue  # rate, delay, loss, depth native; K through the controller
-        if target == "bmv2":
-            if l.delay_us and not netem:
-                problems.append(f"{where}: delay_us={l.delay_us} needs netem (sch_netem), which this "
-                                "kernel lacks; use --target embedded")
-            if loss_vals and loss_mode == "link" and not netem:
-                problems.append(f"{where}: loss={loss_vals} needs netem (sch_netem), which this kernel "
-                                "lacks; use --target embedded, or loss_mode='p4' (the P4 port_loss table)")
-            continue
-        if target == "pyfwd":
-            for key in ("rate_bps", "delay_us"):
-                if getattr(l, key):
-                    problems.append(f"{where}: {key}={getattr(l, key)} (pyfwd applies no link property)")
-            for key in ("buffer_pkts", "ecn_k_pkts"):
-                if getattr(l, key):
-                    problems.append(f"{where}: {key}={getattr(l, key)} (pyfwd applies no link property)")
-            if loss_vals:
-                problems.append(f"{where}: loss={loss_vals} (pyfwd applies no link property)")
-    if problems:
-        raise TargetCapabilityError(target, problems)
 
 
 # ----------------------------------------------------------------- processes
@@ -399,7 +300,7 @@ class SwitchProcess:
     """A running switch of one topology switch."""
     name: str
     device_id: int
-    ports: dict                      # port -> PortPlan
+    ports: dict                      # port -> interface name
     run_id: str
     log_dir: Path
     grpc_port: int = 0
@@ -452,11 +353,10 @@ class SwitchProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def describe(self) -> dict:
-        return {"target": self.target, "grpc_addr": self.grpc_addr, "device_id": self.device_id,
+        """Where it listens and what it is: what p4cc_control.Endpoint takes."""
+        return {"name": self.name, "target": self.target, "grpc_addr": self.grpc_addr,
+                "device_id": self.device_id, "port_ifaces": dict(self.ports),
                 "pid": self.proc.pid if self.proc else None, "log": str(self.log_path)}
-
-    def apply_queue_config(self) -> None:
-        """Apply queue settings that need a loaded pipeline (bmv2); no-op here."""
 
 
 class EmbeddedSwitch(SwitchProcess):
@@ -476,36 +376,17 @@ class EmbeddedSwitch(SwitchProcess):
     def admin_addr(self) -> str:
         return f"127.0.0.1:{self.admin_port}"
 
-    @property
-    def port_config_path(self) -> Path:
-        return self.log_dir / f"switch-{self.name}.ports.json"
-
-    def port_file(self) -> dict:
-        ports = []
-        for p in self.ports.values():
-            e = {"port": p.port, "iface": p.iface, "delay_us": p.egress_delay_us, "loss": p.loss}
-            if p.rate_bps:
-                e["rate_bps"] = p.rate_bps
-            if p.buffer_pkts:
-                e["depth_pkts"] = p.buffer_pkts
-            ports.append(e)
-        d: dict = {"ports": ports}
-        if self.seed is not None:
-            d["seed"] = self.seed
-        return d
-
     def prepare(self) -> None:
         if not self.admin_port:
             self.admin_port = free_tcp_port()
-        self.port_config_path.parent.mkdir(parents=True, exist_ok=True)
-        self.port_config_path.write_text(json.dumps(self.port_file(), indent=1) + "\n")
 
     def command(self) -> list[str]:
         cmd = [str(self.binary), "--device-id", str(self.device_id),
                "--grpc-addr", self.grpc_addr, "--admin-addr", self.admin_addr]
-        for p in self.ports.values():
-            cmd += ["--interface", f"{p.port}@{p.iface}"]
-        cmd += ["--port-config", str(self.port_config_path)]
+        for port, iface in self.ports.items():
+            cmd += ["--interface", f"{port}@{iface}"]
+        if self.seed is not None:
+            cmd += ["--seed", str(self.seed)]
         if self.p4_json:
             cmd += ["--json", str(self.p4_json)]
             if self.p4info:
@@ -517,7 +398,6 @@ class EmbeddedSwitch(SwitchProcess):
     def describe(self) -> dict:
         d = super().describe()
         d["admin_addr"] = self.admin_addr
-        d["port_config"] = str(self.port_config_path)
         return d
 
 
@@ -537,8 +417,8 @@ class Bmv2Switch(SwitchProcess):
 
     def command(self) -> list[str]:
         cmd = [str(self.binary), "--device-id", str(self.device_id)]
-        for p in self.ports.values():
-            cmd += ["-i", f"{p.port}@{p.iface}"]
+        for port, iface in self.ports.items():
+            cmd += ["-i", f"{port}@{iface}"]
         cmd += ["--thrift-port", str(self.thrift_port),
                 "--log-file", str(self.log_dir / f"switch-{self.name}.bmv2"), "--log-flush",
                 "--log-level", "warn"]  # per-packet logging would cost most of its speed
@@ -547,34 +427,6 @@ class Bmv2Switch(SwitchProcess):
         if self.cpu_port is not None:
             cmd += ["--cpu-port", str(self.cpu_port)]
         return cmd
-
-    def queue_commands(self) -> list[str]:
-        cmds = []
-        for p in self.ports.values():
-            if p.rate_bps:
-                pps = max(1, round(p.rate_bps / (8 * BMV2_PKT_BYTES)))
-                cmds.append(f"set_queue_rate {pps} {p.port}")
-            if p.buffer_pkts:
-                cmds.append(f"set_queue_depth {p.buffer_pkts} {p.port}")
-        return cmds
-
-    def apply_queue_config(self) -> None:
-        """Queue rate/depth through simple_switch_CLI (needs the pipeline
-        pushed: the CLI reads the switch's JSON when it starts)."""
-        cmds = self.queue_commands()
-        if not cmds:
-            return
-        cli = find_bmv2_cli()
-        if cli is None:
-            raise TargetUnavailable("simple_switch_CLI not found: it is needed to set bmv2 queue "
-                                    f"rate/depth ({'; '.join(cmds)})")
-        py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
-        r = subprocess.run([py, str(cli), "--thrift-port", str(self.thrift_port)],
-                           input="\n".join(cmds) + "\n", capture_output=True, text=True, timeout=60)
-        out = r.stdout + r.stderr
-        if r.returncode != 0 or "Error" in out or "Traceback" in out:
-            raise SwitchStartError(f"simple_switch_CLI failed on bmv2 switch {self.name} "
-                                   f"(thrift {self.thrift_port}): {out.strip()[-600:]}")
 
     def describe(self) -> dict:
         d = super().describe()
@@ -599,7 +451,7 @@ class PyFwdSwitch(SwitchProcess):
         self.config_path.write_text(json.dumps({
             "name": self.name,
             "listen": self.grpc_addr,
-            "ports": {str(p.port): p.iface for p in self.ports.values()},
+            "ports": {str(port): iface for port, iface in self.ports.items()},
             "routes": self.routes,
         }, indent=1))
 

@@ -1,5 +1,6 @@
 """The bmv2 launcher against stand-ins for simple_switch_grpc and
-simple_switch_CLI: command line, readiness, netem check, queue settings."""
+simple_switch_CLI: command line, readiness, and the controller's bmv2
+target setting queue rate and depth through the CLI."""
 import sys
 import textwrap
 
@@ -8,7 +9,6 @@ import pytest
 from topo_nshelpers import assert_clean
 from p4cc_topo.builtin import dumbbell
 from p4cc_topo.network import Network
-from p4cc_topo.targets import TargetCapabilityError
 
 pytestmark = pytest.mark.usefixtures("netns_ok")
 
@@ -47,25 +47,27 @@ def fake_bmv2(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_bmv2_refuses_delay_without_netem(fake_bmv2):
-    net = Network(dumbbell(), target="bmv2")
-    with pytest.raises(TargetCapabilityError, match=r"delay_us=125 needs netem"):
-        with net:
-            pass
-    assert_clean(net.run_id)
-
-
 def test_bmv2_start_and_queue_config(fake_bmv2):
-    with Network(dumbbell(delay_us=0), target="bmv2", log_dir=fake_bmv2 / "logs") as net:
+    from p4cc_control.targets import Bmv2Target
+    from p4cc_topo.plan import switch_configs
+
+    topo = dumbbell(delay_us=0)
+    with Network(topo, target="bmv2", log_dir=fake_bmv2 / "logs") as net:
         rid = net.run_id
         sw = net.switches["s1"]
         log = sw.log_path.read_text()
         assert f"-i 3@p4cc{rid}s1e3" in log and "--no-p4" in log
         assert f"--grpc-server-addr {sw.grpc_addr}" in log
-        view = net.switch_view()
-        assert view["switches"]["s1"]["thrift_port"] == sw.thrift_port
-        net.apply_queue_config()
+        ep = net.endpoints()["s1"]
+        assert ep["thrift_port"] == sw.thrift_port and ep["target"] == "bmv2"
+        t = Bmv2Target(thrift_port=ep["thrift_port"], port_ifaces=ep["port_ifaces"])
+        t.ports = lambda: None     # the fake CLI lists no ports
+        for port, c in switch_configs(topo)["s1"].ports.items():
+            model = {k: v for k, v in c.link_model().items() if v}
+            if model:
+                t.set_port(port, **model)
         cli = (fake_bmv2 / "cli.log").read_text().split("\n")
-        assert cli[0] == f"--thrift-port {sw.thrift_port}"
+        assert cli[0] == f"--thrift-port {sw.thrift_port} --thrift-ip 127.0.0.1"
+        # 100 Mbps at 1500-byte packets = 8333 packets/s
         assert "set_queue_rate 8333 3" in cli and "set_queue_depth 120 3" in cli
     assert_clean(rid)

@@ -113,8 +113,7 @@ def test_two_hosts_forward_ping_tcp_and_tear_down():
         root = subprocess.run(["ip", "link", "show", f"p4cc{rid}s1e1"], capture_output=True,
                               text=True).stdout
         assert port_mac(1, 1) not in root
-        view = net.switch_view()
-        assert view["switches"]["s1"]["ports"][1]["iface"] == f"p4cc{rid}s1e1"
+        assert net.endpoints()["s1"]["port_ifaces"][1] == f"p4cc{rid}s1e1"
         assert leftovers(rid)["state"]
     assert_clean(rid)
 
@@ -276,12 +275,13 @@ def test_clean_leaves_live_runs_and_other_names_alone():
 
 
 def test_netem_probe_leaves_nothing():
-    rid = fresh_run_id()
+    before = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     import p4cc_topo.targets as targets
     targets._netem_cache = None
-    res = netem_available(naming.netns_name(rid, "netemprobe"))
+    res = netem_available()
     assert isinstance(res, bool)
-    assert_clean(rid)
+    # an anonymous namespace: nothing named is created, nothing is left
+    assert subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout == before
 
 
 REPO = Path(__file__).resolve().parents[2]
@@ -301,15 +301,30 @@ def embedded_bin(monkeypatch):
         return debug
 
 
-def test_embedded_switch_gets_the_port_settings(embedded_bin):
+def _program(net, topo):
+    """The controller programs the running switches from the topology's plan."""
+    sys.path.insert(0, str(REPO / "control"))
+    try:
+        ctl = pytest.importorskip("p4cc_control")
+    finally:
+        sys.path.remove(str(REPO / "control"))
+    from p4cc_control.program import Endpoint, program
+    from p4cc_topo.plan import switch_configs
+    eps = {n: Endpoint(**{k: v for k, v in d.items() if k in Endpoint.__dataclass_fields__})
+           for n, d in net.endpoints().items()}
+    return program(switch_configs(topo), eps)
+
+
+def test_embedded_switch_gets_the_port_settings_through_the_controller(embedded_bin):
     import json as _json
     import urllib.request
     topo = load_topology("dumbbell", loss="1%")
     with Network(topo, target="embedded", seed=5, ready_timeout=30) as net:
         rid = net.run_id
-        s1 = net.switch_view()["switches"]["s1"]
-        ports = {p["port"]: p for p in _json.loads(urllib.request.urlopen(
-            f"http://{s1['admin_addr']}/ports", timeout=5).read())}
+        with _program(net, topo):
+            s1 = net.endpoints()["s1"]
+            ports = {p["port"]: p for p in _json.loads(urllib.request.urlopen(
+                f"http://{s1['admin_addr']}/ports", timeout=5).read())}
         assert ports[3]["iface"] == f"p4cc{rid}s1e3"
         assert ports[3]["rate_bps"] == 100_000_000 and ports[3]["depth_pkts"] == 120
         assert ports[3]["loss"] == 0.01 and ports[3]["delay_us"] == 250   # 2 x 125 us, folded
@@ -319,19 +334,13 @@ def test_embedded_switch_gets_the_port_settings(embedded_bin):
 
 
 def test_embedded_forwards_with_the_controller(embedded_bin):
-    """The whole chain: Network -> switch view -> p4cc_control pushes the
-    pipeline and the view's routes -> hosts reach each other through P4."""
+    """The whole chain: Network -> endpoints -> p4cc_control programs the
+    pipeline, the plan's routes and link model -> hosts reach each other
+    through P4."""
     build = REPO / "p4src" / "build"
-    dev, info = build / "cc_switch.json", build / "cc_switch.p4info.bin"
-    if not (dev.exists() and info.exists()):
+    if not (build / "cc_switch.json").exists():
         pytest.skip(f"no compiled P4 program in {build} (p4c output)")
-    sys.path.insert(0, str(REPO / "control"))
-    try:
-        ctl = pytest.importorskip("p4cc_control")
-    finally:
-        sys.path.remove(str(REPO / "control"))
     import copy
-    import json as _json
     import re
     d = copy.deepcopy(TWO_SWITCHES)
     d["links"][0]["delay_us"] = "1ms"       # a -- s1
@@ -340,22 +349,14 @@ def test_embedded_forwards_with_the_controller(embedded_bin):
     topo = Topology.from_dict(d)
     with Network(topo, target="embedded", ready_timeout=30) as net:
         rid = net.run_id
-        view = _json.loads(_json.dumps(net.switch_view()))
-        ctopo = ctl.topology.Topology(view, "view")
-        for name, s in view["switches"].items():
-            sw = ctl.Switch.connect(s["grpc_addr"], s["device_id"], p4info=str(info),
-                                    device_config=str(dev), push=True)
-            try:
-                sw.ops().apply_topology(ctopo, name)
-            finally:
-                sw.close()
-        out = net.run("a", ["ping", "-c", "3", "-i", "0.2", "-W", "2", net.ip("b")]).stdout
-        assert "ttl=62" in out, out
-        # RTT = 2 x (1 + 2 + 1) ms: host-link delays folded onto the switch
-        # egress towards the host, the switch-switch delay on both egresses
-        rtt_min = float(re.search(r"= ([\d.]+)/", out).group(1))
-        assert 8.0 <= rtt_min < 8.0 + 5.0, out
-        assert net.ping("c", "a")
+        with _program(net, topo):
+            out = net.run("a", ["ping", "-c", "3", "-i", "0.2", "-W", "2", net.ip("b")]).stdout
+            assert "ttl=62" in out, out
+            # RTT = 2 x (1 + 2 + 1) ms: host-link delays folded onto the switch
+            # egress towards the host, the switch-switch delay on both egresses
+            rtt_min = float(re.search(r"= ([\d.]+)/", out).group(1))
+            assert 8.0 <= rtt_min < 8.0 + 5.0, out
+            assert net.ping("c", "a")
     assert_clean(rid)
 
 

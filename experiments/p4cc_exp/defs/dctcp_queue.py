@@ -2,21 +2,32 @@
 one receiver (seed: 100 Mbps, 120-packet buffer, RTT 500 µs, K = 20)."""
 from __future__ import annotations
 
-from pathlib import Path
 
 from p4cc_topo import load_topology
+from p4cc_topo.plan import port_towards
 
-from .. import series
-from ..experiment import Arm
+from .. import blocks, metrics, series
+from ..experiment import Experiment
 from ..params import Param, rate_bps, seconds, str_list
 from ..stats import mean, percentile
 from ..theory import dctcp_sawtooth
-from .compare import CompareProtocols
 
 DATAPATHS = {"kernel": "kernel TCP", "user": "user-space transport"}
 
 
-class DctcpQueue(CompareProtocols):
+def dumbbell(p: dict, n: int):
+    """n senders → rx through s1, RTT split over the two links each way."""
+    return load_topology("dumbbell", n_senders=n, bottleneck_bps=p["rate"], access_bps=p["rate"],
+                         delay_us=f"{p['rtt'] / 4 * 1e6:.0f}us", buffer_pkts=p["buffer"],
+                         ecn_k_pkts=p["k"])
+
+
+def postcard_sampling(p: dict) -> int:
+    """1 postcard per packet up to 100 Mbps, fewer above (the collector's pace)."""
+    return p["sample"] or max(1, round(p["rate"] / 100e6))
+
+
+class DctcpQueue(Experiment):
     id = "dctcp-queue"
     title = "Queue occupancy: DCTCP vs TCP"
     source = "DCTCP (SIGCOMM 2010) Fig. 1"
@@ -42,50 +53,36 @@ class DctcpQueue(CompareProtocols):
         Param("seed", 1, "random seed (switch loss draws, agents)", int),
     ]
 
-    def topology(self, p):
-        one_way = p["rtt"] / 4  # two links each way
-        return load_topology("dumbbell", n_senders=p["senders"], bottleneck_bps=p["rate"],
-                             access_bps=p["rate"], delay_us=f"{one_way * 1e6:.0f}us",
-                             buffer_pkts=p["buffer"], ecn_k_pkts=p["k"])
-
     def arms(self, p):
         for d in p["datapaths"]:
             if d not in DATAPATHS:
                 raise ValueError(f"datapaths: unknown '{d}' (kernel, user)")
         if p["tcp"] not in ("cubic", "reno"):
             raise ValueError("tcp must be cubic or reno")
-        return [Arm(f"{d}-{cc}", f"{'DCTCP' if cc == 'dctcp' else p['tcp'].capitalize()} "
-                                 f"({DATAPATHS[d]})", {"datapath": d, "cc": cc})
-                for d in p["datapaths"] for cc in ("dctcp", p["tcp"])]
-
-    def postcard_one_in_n(self, p):
-        return p["sample"] or max(1, round(p["rate"] / 100e6))
-
-    def sender_args(self, lab, arm, p, host, i, outdir):
-        cc, kernel = arm.settings["cc"], arm.settings["datapath"] == "kernel"
-        if kernel and cc == "dctcp":
-            lab.ensure_kernel_dctcp()
-        # The paper's TCP saw a drop-tail queue: unless asked, the TCP arm
-        # does not negotiate ECN, so the switch's K never applies to it.
-        ecn = cc == "dctcp" or bool(p["tcp_ecn"])
-        if kernel:
-            lab.net.run(host, ["sysctl", "-qw", f"net.ipv4.tcp_ecn={int(ecn)}"], check=True)
-        args = super().sender_args(lab, arm, p, host, i, outdir)
-        return args if ecn or kernel else [*args, "--no-ecn"]
+        topo = dumbbell(p, p["senders"])
+        senders = topo.role("senders")
+        out = []
+        for d in p["datapaths"]:
+            for cc in ("dctcp", p["tcp"]):
+                # The paper's TCP saw a drop-tail queue: unless asked, the TCP
+                # arm does not negotiate ECN, so the switch's K never applies.
+                ecn = cc == "dctcp" or bool(p["tcp_ecn"])
+                label = f"{'DCTCP' if cc == 'dctcp' else p['tcp'].capitalize()} ({DATAPATHS[d]})"
+                agents = blocks.long_flows(topo, senders, "rx", cc, d, p["duration"], p["seed"],
+                                           ecn=ecn, line_rate_bps=p["rate"])
+                out.append(blocks.arm(f"{d}-{cc}", label, topo, agents, p["duration"],
+                                      p["warmup"], port_towards(topo, "rx"),
+                                      {"datapath": d, "cc": cc}, postcard_sampling(p)))
+        return out
 
     def analyse(self, p, results):
         summary, checks = {}, {}
         for name, r in results.items():
-            out = Path(r["outdir"])
-            cards = series.postcards(out / "queue.csv", r["port"])
-            t0 = min((c["t"] for c in cards), default=0) + p["warmup"]
-            depths = [c["depth"] for c in cards if c["t"] >= t0]
-            flows = series.flows([out / h for h in r["senders"]])
-            tput = {}
-            for f in flows:
-                secs = (int(f["end_unix_ns"]) - int(f["start_unix_ns"])) / 1e9
-                tput[f"flow {f['flow_id']}"] = int(f["bytes_acked"]) * 8 / secs / 1e6 if secs > 0 else 0
-            util = r["tx_bytes"] * 8 / (p["rate"] * r["window_s"]) if r["window_s"] > 0 else 0
+            cards = metrics.postcards(r)
+            depths = [c["depth"] for c in metrics.queue_after(r, p["warmup"])]
+            flows = series.flows(metrics.sender_dirs(r))
+            tput = {f"flow {f['flow_id']}": metrics.flow_mbps(f) for f in flows}
+            util = metrics.utilisation(r, p["rate"])
             summary[name] = {
                 "label": r["label"],
                 "queue_median_pkts": percentile(depths, 50),
@@ -132,7 +129,7 @@ class DctcpQueue(CompareProtocols):
             axes = axes if len(arms) > 1 else [axes]
             for ax, a in zip(axes, arms):
                 r = results[a]
-                cards = series.postcards(Path(r["outdir"]) / "queue.csv", r["port"])
+                cards = metrics.postcards(r)
                 t0 = cards[0]["t"] if cards else 0
                 ax.plot([c["t"] - t0 for c in cards], [c["depth"] for c in cards], lw=0.6,
                         color="tab:blue" if a.endswith("dctcp") else "tab:red", label="measured")
@@ -155,8 +152,7 @@ class DctcpQueue(CompareProtocols):
         # CDF of the queue for every arm: the paper's headline in one plot.
         fig, ax = plt.subplots(figsize=(6, 3.6))
         for a, r in results.items():
-            cards = series.postcards(Path(r["outdir"]) / "queue.csv", r["port"])
-            xs = sorted(c["depth"] for c in cards)
+            xs = sorted(c["depth"] for c in metrics.postcards(r))
             if xs:
                 ax.plot(xs, [(i + 1) / len(xs) for i in range(len(xs))], label=r["label"])
         ax.axvline(p["k"], ls="--", color="k", lw=1, label="K")

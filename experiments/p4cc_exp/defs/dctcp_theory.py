@@ -8,16 +8,14 @@ RTT 100 µs, K = 40 (C·RTT ≈ 83 packets). The defaults keep that product at
 100 Mbps with a 10 ms RTT, so the flows' windows are the paper's."""
 from __future__ import annotations
 
-from pathlib import Path
+from p4cc_topo.plan import port_towards
 
-from p4cc_topo import load_topology
-
-from .. import series
-from ..experiment import Arm
+from .. import blocks, metrics
+from ..experiment import Experiment
 from ..params import Param, rate_bps, seconds, str_list
 from ..stats import percentile
 from ..theory import dctcp_sawtooth
-from .dctcp_queue import DATAPATHS, DctcpQueue
+from .dctcp_queue import DATAPATHS, dumbbell, postcard_sampling
 
 # Resampling step of the queue series for the period, in RTTs: fine enough
 # for the shortest predicted period (about one RTT at N = 40).
@@ -77,7 +75,7 @@ def dominant_period(xs: list[float], step: float, hi: float) -> float | None:
     return None if best_lag is None else best_lag * step
 
 
-class DctcpTheory(DctcpQueue):
+class DctcpTheory(Experiment):
     id = "dctcp-theory"
     title = "DCTCP's queue sawtooth vs the paper's analysis"
     source = "DCTCP (SIGCOMM 2010) Fig. 12, §3.3"
@@ -110,23 +108,19 @@ class DctcpTheory(DctcpQueue):
             raise ValueError("ns: flow counts must be within 1..200")
         return ns
 
-    def topology(self, p):
-        return self.arm_topology(p, self.arms(p)[0])
-
-    def arm_topology(self, p, arm):
-        one_way = p["rtt"] / 4  # two links each way
-        return load_topology("dumbbell", n_senders=arm.settings["n"], bottleneck_bps=p["rate"],
-                             access_bps=p["rate"], delay_us=f"{one_way * 1e6:.0f}us",
-                             buffer_pkts=p["buffer"], ecn_k_pkts=p["k"])
-
     def arms(self, p):
         if p["datapath"] not in DATAPATHS:
             raise ValueError(f"datapath: unknown '{p['datapath']}' (kernel, user)")
-        return [Arm(f"n{n}", f"DCTCP, N = {n}", {"datapath": p["datapath"], "cc": "dctcp", "n": n})
-                for n in self._ns(p)]
-
-    def arm_senders(self, p, arm):
-        return [f"h{i}" for i in range(1, arm.settings["n"] + 1)]
+        out = []
+        for n in self._ns(p):
+            topo = dumbbell(p, n)
+            agents = blocks.long_flows(topo, topo.role("senders"), "rx", "dctcp", p["datapath"],
+                                       p["duration"], p["seed"], line_rate_bps=p["rate"])
+            out.append(blocks.arm(f"n{n}", f"DCTCP, N = {n}", topo, agents, p["duration"],
+                                  p["warmup"], port_towards(topo, "rx"),
+                                  {"datapath": p["datapath"], "cc": "dctcp", "n": n},
+                                  postcard_sampling(p)))
+        return out
 
     def analyse(self, p, results):
         summary, checks = {}, {}
@@ -134,9 +128,8 @@ class DctcpTheory(DctcpQueue):
         for name, r in results.items():
             n = r["settings"]["n"]
             th = dctcp_sawtooth(n, p["k"], p["rate"], rtt)
-            cards = series.postcards(Path(r["outdir"]) / "queue.csv", r["port"])
-            t0 = min((c["t"] for c in cards), default=0) + p["warmup"]
-            kept = [c for c in cards if c["t"] >= t0]
+            kept = metrics.queue_after(r, p["warmup"])
+            t0 = kept[0]["t"] if kept else 0
             depths = [c["depth"] for c in kept]
             step = GRID_RTTS * rtt
             period = dominant_period(queue_grid(kept, t0, step), step, PERIOD_MAX_RTTS * rtt)
@@ -147,8 +140,7 @@ class DctcpTheory(DctcpQueue):
                 "queue_p95_pkts": q95, "queue_max_pkts": max(depths, default=0),
                 "amplitude_pkts": q95 - q5,
                 "period_ms": period * 1e3 if period else None,
-                "utilisation": (r["tx_bytes"] * 8 / (p["rate"] * r["window_s"])
-                                if r["window_s"] > 0 else 0),
+                "utilisation": metrics.utilisation(r, p["rate"]),
                 "ce_marks": r["ce_marks"], "postcards": len(kept),
                 "theory": {"q_max": th["q_max"], "q_min": th["q_min"],
                            "amplitude": th["amplitude"], "period_ms": th["period_s"] * 1e3,
@@ -183,7 +175,7 @@ class DctcpTheory(DctcpQueue):
         for ax, a in zip(axes[:, 0], names):
             r, s = results[a], summary[a]
             th = s["theory"]
-            cards = series.postcards(Path(r["outdir"]) / "queue.csv", r["port"])
+            cards = metrics.postcards(r)
             t0 = min((c["t"] for c in cards), default=0) + p["warmup"]
             span = max(8 * th["period_ms"] / 1e3, 20 * p["rtt"])
             win = [c for c in cards if t0 <= c["t"] <= t0 + span]
@@ -220,9 +212,9 @@ class DctcpTheory(DctcpQueue):
         step = GRID_RTTS * p["rtt"]
         for i, a in enumerate(names):
             r, th = results[a], summary[a]["theory"]
-            cards = series.postcards(Path(r["outdir"]) / "queue.csv", r["port"])
-            t0 = min((c["t"] for c in cards), default=0) + p["warmup"]
-            ac = autocorrelation(queue_grid([c for c in cards if c["t"] >= t0], t0, step))
+            kept = metrics.queue_after(r, p["warmup"])
+            t0 = kept[0]["t"] if kept else 0
+            ac = autocorrelation(queue_grid(kept, t0, step))
             lags = int(min(len(ac), PERIOD_MAX_RTTS / GRID_RTTS))
             color = f"C{i}"
             ax2.plot([k * GRID_RTTS for k in range(lags)], ac[:lags], color=color, lw=1,

@@ -4,20 +4,35 @@ processor-sharing ideal FCT = 1.5·RTT + size / (C·(1 − ρ))."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 from p4cc_topo import load_topology
+from p4cc_topo.plan import Agent, Sizes, Workload, port_towards
 
-from .. import series
-from ..experiment import Arm
+from .. import blocks, metrics, series
+from ..blocks import cc_label
+from ..experiment import Experiment
 from ..params import Param, rate_bps, seconds, str_list
 from ..stats import mean, percentile
-from .compare import CompareProtocols, cc_label
 
 SIZE_BINS = (0, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 1e7, 1e9)
 
 
-class Fct(CompareProtocols):
+def poisson_senders(senders: list[str], dst: str, cc: str, datapath: str, load: float,
+                    link_bps: float, sizes: Sizes, flows: int, duration_s: float, seed: int,
+                    init_cwnd_pkts: int | None = None) -> list[Agent]:
+    """Each sender opens flows to ``dst`` as a Poisson process carrying an
+    equal share of ``load``; flow ids are a million apart per sender."""
+    n = len(senders)
+    return [Agent(h, "sender", datapath=datapath, cc=cc,
+                  workload=Workload("poisson", dsts=(dst,), load=load / n, link_bps=int(link_bps),
+                                    sizes=sizes, count=max(1, flows // n), duration_s=duration_s),
+                  flow_id_base=1 + i * 1_000_000, seed=seed * 1000 + i,
+                  line_rate_bps=int(link_bps) if datapath == "user" else None,
+                  init_cwnd_pkts=init_cwnd_pkts if datapath == "user" else None)
+            for i, h in enumerate(senders)]
+
+
+class Fct(Experiment):
     id = "fct"
     title = "Flow-completion time vs flow size"
     source = "Dukkipati & McKeown (CCR 2006) Fig. 2"
@@ -39,23 +54,20 @@ class Fct(CompareProtocols):
         Param("seed", 1, "random seed (sizes, arrivals)", int),
     ]
 
-    def topology(self, p):
-        return load_topology("dumbbell", n_senders=p["senders"], bottleneck_bps=p["rate"],
+    def arms(self, p):
+        topo = load_topology("dumbbell", n_senders=p["senders"], bottleneck_bps=p["rate"],
                              access_bps=p["rate"], delay_us=f"{p['rtt'] / 4 * 1e6:.0f}us",
                              buffer_pkts=p["buffer"], ecn_k_pkts=None)
-
-    def arms(self, p):
-        return [Arm(cc, f"{cc_label(cc)} (kernel TCP)", {"cc": cc, "datapath": "kernel"})
-                for cc in p["protocols"]]
-
-    def sender_args(self, lab, arm, p, host, i, outdir):
-        n = p["senders"]
-        return ["gen", "--datapath", "tcp", "--cc", arm.settings["cc"],
-                "--flow-id-base", str(1 + i * 1_000_000), "--seed", str(p["seed"] * 1000 + i),
-                "--out", str(outdir / host), "poisson", "--dst", lab.ip(self.receiver),
-                "--load", f"{p['load'] / n:g}", "--link-mbps", f"{p['rate'] / 1e6:g}",
-                "--pareto-shape", f"{p['shape']:g}", "--mean-bytes", str(p["mean_bytes"]),
-                "--flows", str(max(1, p["flows"] // n)), "--duration-s", f"{p['duration']:g}"]
+        sizes = Sizes(pareto_shape=p["shape"], mean_bytes=p["mean_bytes"])
+        out = []
+        for cc in p["protocols"]:
+            agents = [blocks.receiver("rx", "kernel", cc)]
+            agents += poisson_senders(topo.role("senders"), "rx", cc, "kernel", p["load"],
+                                      p["rate"], sizes, p["flows"], p["duration"], p["seed"])
+            out.append(blocks.arm(cc, f"{cc_label(cc)} (kernel TCP)", topo, agents,
+                                  p["duration"], p["warmup"], port_towards(topo, "rx"),
+                                  {"cc": cc, "datapath": "kernel"}))
+        return out
 
     def ideal_fct(self, p, size):
         return 1.5 * p["rtt"] + size * 8 / (p["rate"] * (1 - p["load"]))
@@ -63,7 +75,7 @@ class Fct(CompareProtocols):
     def analyse(self, p, results):
         summary, checks = {}, {}
         for name, r in results.items():
-            flows = series.flows([Path(r["outdir"]) / h for h in r["senders"]])
+            flows = series.flows(metrics.sender_dirs(r))
             done = [f for f in flows if f["status"] == "complete" and f.get("fct_ns")]
             rows = []
             for lo, hi in zip(SIZE_BINS, SIZE_BINS[1:]):
@@ -88,7 +100,7 @@ class Fct(CompareProtocols):
         fig, ax = plt.subplots(figsize=(7, 4.2))
         sizes = []
         for name, r in results.items():
-            flows = series.flows([Path(r["outdir"]) / h for h in r["senders"]])
+            flows = series.flows(metrics.sender_dirs(r))
             done = [f for f in flows if f["status"] == "complete" and f.get("fct_ns")]
             sizes += [int(f["size_bytes"]) for f in done]
             ax.scatter([int(f["size_bytes"]) for f in done], [int(f["fct_ns"]) / 1e9 for f in done],

@@ -6,28 +6,18 @@ PCC against TCP Cubic."""
 from __future__ import annotations
 
 import math
-import time
-from pathlib import Path
 
 from p4cc_topo import load_topology
+from p4cc_topo.plan import port_between
 
-from .. import series
-from ..experiment import Arm
+from .. import blocks, metrics
+from ..blocks import cc_label
+from ..experiment import Experiment
 from ..params import Param, rate_bps, seconds, str_list
 from ..stats import jain_index, mean
-from .compare import TCP_PORT, cc_label
-from .dctcp_convergence import START_DELAY_S, DctcpConvergence
+from .dctcp_convergence import join_leave_plot
 
 KERNEL = {"cubic", "reno"}
-
-
-def bottleneck(view: dict) -> tuple[str, int, int]:
-    """(switch, port, switch_id) of s1's port towards s2."""
-    sw = view["switches"]["s1"]
-    for num, port in sw["ports"].items():
-        if port.get("peer") == "s2":
-            return "s1", int(num), int(sw["switch_id"])
-    raise ValueError("the topology has no s1 -> s2 link")
 
 
 def window_stats(rates: dict[str, list[tuple[float, float]]], flows: list[int],
@@ -53,7 +43,7 @@ def window_stats(rates: dict[str, list[tuple[float, float]]], flows: list[int],
     return (mean(jains) if jains else float("nan"), mean(sds) if sds else float("nan"))
 
 
-class PccConvergence(DctcpConvergence):
+class PccConvergence(Experiment):
     id = "pcc-convergence"
     title = "Convergence and stability: PCC vs TCP, flows joining and leaving"
     source = "PCC (NSDI 2015) Fig. 12; the PCC seed's Jain / std-dev table"
@@ -89,61 +79,43 @@ class PccConvergence(DctcpConvergence):
     def arms(self, p):
         if p["settle"] >= p["interval"]:
             raise ValueError("settle must be shorter than interval")
-        arms = []
+        cc_params = {}
         for kv in p["cc_params"]:
             if "=" not in kv:
                 raise ValueError(f"cc_params: '{kv}' is not KEY=VALUE")
+            k, v = kv.split("=", 1)
+            cc_params[k.strip()] = v.strip()
+        topo = self.topology(p)
+        n, iv = p["senders"], p["interval"]
+        # The shared link, where s1 sends towards s2 (a topology fact, not a name).
+        shared = port_between(topo, "s1", "s2")
+        out = []
         for cc in p["protocols"]:
             if cc not in KERNEL | {"pcc", "pcc-allegro", "pcc-vivace"}:
                 raise ValueError(f"protocols: unknown '{cc}' (pcc, pcc-vivace, cubic, reno)")
-            kernel = cc in KERNEL
-            arms.append(Arm(cc, f"{cc_label(cc)} ({'kernel TCP' if kernel else 'p4cc transport'})",
-                            {"cc": cc, "datapath": "kernel" if kernel else "user"}))
-        return arms
-
-    def postcard_one_in_n(self, p):
-        return max(1, round(p["rate"] / 100e6))
-
-    def run_arm(self, lab, arm, p, progress, outdir: Path) -> dict:
-        cc, kernel = arm.settings["cc"], arm.settings["datapath"] == "kernel"
-        n, iv = p["senders"], p["interval"]
-        switch, port, switch_id = bottleneck(lab.view)
-        procs = [lab.start_collector(outdir / "queue.csv")]
-        for i in range(1, n + 1):
-            rx = (["tcp-recv", "--listen", f"0.0.0.0:{TCP_PORT}", "--cc", cc] if kernel
-                  else ["recv"])
-            procs.append(lab.start(f"r{i}", [*rx, "--out", str(outdir / f"r{i}")], log=f"r{i}.log"))
-        if kernel:
-            for i in range(1, n + 1):  # plain TCP: no ECN, as in the paper
-                lab.net.run(f"h{i}", ["sysctl", "-qw", "net.ipv4.tcp_ecn=0"], check=True)
-        progress.sleep(0.5)
-        t0 = time.time_ns() + int(START_DELAY_S * 1e9)
-        senders = [f"h{i}" for i in range(1, n + 1)]
-        running = []
-        for i, h in enumerate(senders):
-            start, end = i * iv, (2 * n - 1 - i) * iv
-            running.append(lab.start(h, [
-                "gen", "--datapath", "tcp" if kernel else "udp", "--cc", cc,
-                "--start-at-unix-ns", str(t0), "--flow-id-base", str(i + 1),
-                "--seed", str(p["seed"] + i), "--out", str(outdir / h),
-                *([] if kernel else [a for kv in p["cc_params"] for a in ("--cc-param", kv)]),
-                "long",
-                "--flow", f"{lab.ip(f'r{i + 1}')},{start:g},{end:g}"], log=f"{h}.log"))
-        m = self.measure(lab, arm, p, progress, switch, port, running, procs)
-        return {"outdir": str(outdir), "port": port, "switch_id": switch_id, "senders": senders,
-                "label": arm.label, "settings": arm.settings, **m}
+            dp = "kernel" if cc in KERNEL else "user"
+            agents = [blocks.receiver(f"r{i}", dp, cc) for i in range(1, n + 1)]
+            for i in range(n):
+                start, stop = blocks.join_leave_window(i, n, iv)
+                # Plain TCP: no ECN, as in the paper.
+                agents.append(blocks.long_sender(f"h{i + 1}", f"r{i + 1}", cc, dp, start, stop,
+                                                 i + 1, p["seed"] + i, cc_params, ecn=dp == "user"))
+            out.append(blocks.arm(cc, f"{cc_label(cc)} ({'kernel TCP' if dp == 'kernel' else 'p4cc transport'})",
+                                  topo, agents, (2 * n - 1) * iv, p["warmup"], shared,
+                                  {"cc": cc, "datapath": dp},
+                                  max(1, round(p["rate"] / 100e6))))
+        return out
 
     def analyse(self, p, results):
         summary, checks = {}, {}
         for name, r in results.items():
-            rates = self.rates(r, p)
+            rates = metrics.flow_rates(r)
             phases = []
-            for start, end, active in self.phases(p):
+            for start, end, active in blocks.phases(p["senders"], p["interval"]):
                 jain, sd = window_stats(rates, active, start + p["settle"], end, p["window"])
                 phases.append({"from_s": start, "flows": active, "jain": jain, "stddev_mbps": sd})
-            cards = series.postcards(Path(r["outdir"]) / "queue.csv", r["port"], r["switch_id"])
-            depths = sorted(c["depth"] for c in cards)
-            busy = r["tx_bytes"] * 8 / (p["rate"] * r["window_s"]) if r["window_s"] > 0 else 0
+            depths = sorted(c["depth"] for c in metrics.postcards(r))
+            busy = metrics.utilisation(r, p["rate"])
             summary[name] = {
                 "label": r["label"], "phases": phases,
                 "mean_jain": mean([ph["jain"] for ph in phases if ph["jain"] == ph["jain"]]),
@@ -172,7 +144,7 @@ class PccConvergence(DctcpConvergence):
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        paths = super().plot(p, results, summary, outdir)
+        paths = [join_leave_plot(results, p, self.source, outdir)]
         # The seed's table as bars: Jain's index and deviation per phase.
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.6))
         width = 0.8 / max(1, len(summary))
@@ -180,8 +152,9 @@ class PccConvergence(DctcpConvergence):
             xs = [i + k * width for i in range(len(s["phases"]))]
             ax1.bar(xs, [ph["jain"] for ph in s["phases"]], width, label=s["label"])
             ax2.bar(xs, [ph["stddev_mbps"] for ph in s["phases"]], width, label=s["label"])
-        ticks = [i + 0.4 - width / 2 for i in range(len(self.phases(p)))]
-        names = [f"{len(a)} flow{'s' if len(a) > 1 else ''}\n@{st:g}s" for st, _, a in self.phases(p)]
+        phases = blocks.phases(p["senders"], p["interval"])
+        ticks = [i + 0.4 - width / 2 for i in range(len(phases))]
+        names = [f"{len(a)} flow{'s' if len(a) > 1 else ''}\n@{st:g}s" for st, _, a in phases]
         for ax in (ax1, ax2):
             ax.set_xticks(ticks)
             ax.set_xticklabels(names, fontsize=7)

@@ -3,20 +3,21 @@ PCC vs TCP, for fixed-size flows arriving as a Poisson process on a
 15 Mbps, 60 ms link with a one-BDP buffer and TCP's initial window at 1."""
 from __future__ import annotations
 
-from pathlib import Path
+from p4cc_topo import load_topology
+from p4cc_topo.plan import Sizes, port_towards
 
-from .. import series
-from ..experiment import Arm
+from .. import blocks, metrics, series
+from ..blocks import cc_label
+from ..experiment import Experiment
 from ..params import Param, rate_bps, seconds, str_list
 from ..stats import mean, percentile
-from .compare import cc_label
-from .fct import Fct
+from .fct import poisson_senders
 
 # Time after the last arrival for the last flows to finish, in RTTs.
 TAIL_RTTS = 40
 
 
-class PccFct(Fct):
+class PccFct(Experiment):
     id = "pcc-fct"
     title = "Flow-completion time vs load: PCC vs TCP"
     source = "PCC (NSDI 2015) short-flow completion-time figure"
@@ -52,29 +53,27 @@ class PccFct(Fct):
     def _buffer(self, p) -> int:
         return p["buffer"] or max(1, round(p["rate"] * p["rtt"] / (8 * 1500)))
 
-    def topology(self, p):
-        return super().topology({**p, "buffer": self._buffer(p)})
+    def run_seconds(self, p, load: float) -> float:
+        """Arrivals of every flow at ``load``, then time for the last ones."""
+        return p["flows"] * p["size"] * 8 / (load * p["rate"]) + TAIL_RTTS * p["rtt"]
 
     def arms(self, p):
-        return [Arm(f"{cc}-load{round(load * 100)}", f"{cc_label(cc)}, load {load:g}",
-                    {"cc": cc, "datapath": "user", "load": load})
-                for load in self._loads(p) for cc in p["protocols"]]
-
-    def run_seconds(self, p, arm=None):
-        load = arm.settings["load"] if arm else min(self._loads(p))
-        arrivals = p["flows"] * p["size"] * 8 / (load * p["rate"])
-        return arrivals + TAIL_RTTS * p["rtt"]
-
-    def sender_args(self, lab, arm, p, host, i, outdir):
-        n, s = p["senders"], arm.settings
-        arrivals = self.run_seconds(p, arm) - TAIL_RTTS * p["rtt"]
-        return ["gen", "--datapath", "udp", "--cc", s["cc"], "--init-cwnd", str(p["init_cwnd"]),
-                "--line-rate-mbps", f"{p['rate'] / 1e6:g}",
-                "--flow-id-base", str(1 + i * 1_000_000), "--seed", str(p["seed"] * 1000 + i),
-                "--out", str(outdir / host), "poisson", "--dst", lab.ip(self.receiver),
-                "--load", f"{s['load'] / n:g}", "--link-mbps", f"{p['rate'] / 1e6:g}",
-                "--fixed-bytes", str(p["size"]), "--flows", str(max(1, p["flows"] // n)),
-                "--duration-s", f"{arrivals * 1.5:g}"]
+        topo = load_topology("dumbbell", n_senders=p["senders"], bottleneck_bps=p["rate"],
+                             access_bps=p["rate"], delay_us=f"{p['rtt'] / 4 * 1e6:.0f}us",
+                             buffer_pkts=self._buffer(p), ecn_k_pkts=None)
+        out = []
+        for load in self._loads(p):
+            run_s = self.run_seconds(p, load)
+            arrivals = run_s - TAIL_RTTS * p["rtt"]
+            for cc in p["protocols"]:
+                agents = [blocks.receiver("rx", "user")]
+                agents += poisson_senders(topo.role("senders"), "rx", cc, "user", load, p["rate"],
+                                          Sizes(fixed_bytes=p["size"]), p["flows"],
+                                          arrivals * 1.5, p["seed"], p["init_cwnd"])
+                out.append(blocks.arm(f"{cc}-load{round(load * 100)}", f"{cc_label(cc)}, load {load:g}",
+                                      topo, agents, run_s, p["warmup"], port_towards(topo, "rx"),
+                                      {"cc": cc, "datapath": "user", "load": load}))
+        return out
 
     def ideal(self, p, load):
         """Processor sharing's FCT of one flow (Dukkipati & McKeown)."""
@@ -83,7 +82,7 @@ class PccFct(Fct):
     def analyse(self, p, results):
         summary, checks = {}, {}
         for name, r in results.items():
-            flows = series.flows([Path(r["outdir"]) / h for h in r["senders"]])
+            flows = series.flows(metrics.sender_dirs(r))
             fcts = [int(f["fct_ns"]) / 1e9 for f in flows
                     if f["status"] == "complete" and f.get("fct_ns")]
             load = r["settings"]["load"]

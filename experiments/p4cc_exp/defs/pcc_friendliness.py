@@ -3,16 +3,16 @@ bottleneck; then one of them is replaced by PCC. How much do the four
 remaining TCP flows keep? (100 Mbps, 30 ms RTT, 375 KB buffer.)"""
 from __future__ import annotations
 
-from dataclasses import replace
-
 from p4cc_topo import load_topology
+from p4cc_topo.plan import port_towards
 
-from ..experiment import Arm
+from .. import blocks, metrics
+from ..blocks import cc_label
+from ..experiment import Experiment
 from ..params import Param, rate_bps, seconds
-from .compare import CompareProtocols, cc_label
 
 
-class PccFriendliness(CompareProtocols):
+class PccFriendliness(Experiment):
     id = "pcc-friendliness"
     title = "Friendliness: what TCP keeps next to PCC"
     source = "PCC seed 001 (CS244 '16), own test"
@@ -31,26 +31,27 @@ class PccFriendliness(CompareProtocols):
         Param("seed", 1, "random seed", int),
     ]
 
-    def topology(self, p):
-        return load_topology("dumbbell", n_senders=p["senders"], bottleneck_bps=p["rate"],
-                             access_bps=p["rate"], delay_us=f"{p['rtt'] / 4 * 1e6:.0f}us",
-                             buffer_pkts=p["buffer"], ecn_k_pkts=None)
-
     def arms(self, p):
         n = p["senders"]
-        return [Arm("all-tcp", f"{n} × {cc_label(p['tcp'])}",
-                    {"ccs": [p["tcp"]] * n, "cc": p["tcp"], "datapath": "user"}),
-                Arm("one-pcc", f"1 × {cc_label(p['pcc'])} + {n - 1} × {cc_label(p['tcp'])}",
-                    {"ccs": [p["pcc"]] + [p["tcp"]] * (n - 1), "cc": p["tcp"], "datapath": "user"})]
-
-    def sender_args(self, lab, arm, p, host, i, outdir):
-        mine = replace(arm, settings={**arm.settings, "cc": arm.settings["ccs"][i]})
-        return super().sender_args(lab, mine, p, host, i, outdir)
+        topo = load_topology("dumbbell", n_senders=n, bottleneck_bps=p["rate"],
+                             access_bps=p["rate"], delay_us=f"{p['rtt'] / 4 * 1e6:.0f}us",
+                             buffer_pkts=p["buffer"], ecn_k_pkts=None)
+        out = []
+        for name, label, ccs in (
+                ("all-tcp", f"{n} × {cc_label(p['tcp'])}", [p["tcp"]] * n),
+                ("one-pcc", f"1 × {cc_label(p['pcc'])} + {n - 1} × {cc_label(p['tcp'])}",
+                 [p["pcc"]] + [p["tcp"]] * (n - 1))):
+            agents = blocks.long_flows(topo, topo.role("senders"), "rx", ccs, "user",
+                                       p["duration"], p["seed"], line_rate_bps=p["rate"])
+            out.append(blocks.arm(name, label, topo, agents, p["duration"], p["warmup"],
+                                  port_towards(topo, "rx"),
+                                  {"ccs": ccs, "cc": p["tcp"], "datapath": "user"}))
+        return out
 
     def analyse(self, p, results):
         summary = {}
         for name, r in results.items():
-            row = self.arm_summary(p, r)
+            row = metrics.arm_summary(p, r)
             ccs = r["settings"]["ccs"]
             flows = row["per_flow_mbps"]
             row["tcp_flows_mbps"] = sum(x for x, cc in zip(flows, ccs) if cc == p["tcp"])

@@ -3,13 +3,31 @@ bottleneck, PCC vs Cubic (100 Mbps, 30 ms RTT, 375 KB buffer)."""
 from __future__ import annotations
 
 from p4cc_topo import load_topology
+from p4cc_topo.plan import port_towards
 
-from ..experiment import Arm
+from .. import blocks, metrics
+from ..blocks import cc_label
+from ..experiment import Experiment
 from ..params import Param, fraction, rate_bps, seconds, str_list
-from .compare import CompareProtocols, cc_label
 
 
-class PccLossy(CompareProtocols):
+def bottleneck_sweep(p: dict, points: list, topology, name, label, setting: str) -> list:
+    """One arm per (point, protocol): ``topology(point)`` a dumbbell whose
+    bottleneck has the swept property, long flows of the protocol on the
+    user-space transport across it."""
+    out = []
+    for x in points:
+        topo = topology(x)
+        for cc in p["protocols"]:
+            agents = blocks.long_flows(topo, topo.role("senders"), "rx", cc, "user",
+                                       p["duration"], p["seed"], line_rate_bps=p["rate"])
+            out.append(blocks.arm(name(cc, x), label(cc, x), topo, agents, p["duration"],
+                                  p["warmup"], port_towards(topo, "rx"),
+                                  {"cc": cc, "datapath": "user", setting: x}))
+    return out
+
+
+class PccLossy(Experiment):
     id = "pcc-lossy"
     title = "Throughput on a lossy link"
     source = "PCC (NSDI 2015) lossy-link figure"
@@ -28,22 +46,19 @@ class PccLossy(CompareProtocols):
         Param("seed", 1, "random seed", int),
     ]
 
-    def topology(self, p):
-        one_way = p["rtt"] / 4
-        return load_topology("dumbbell", n_senders=p["senders"], bottleneck_bps=p["rate"],
-                             access_bps=p["rate"], delay_us=f"{one_way * 1e6:.0f}us",
-                             buffer_pkts=p["buffer"], ecn_k_pkts=None)
-
     def arms(self, p):
-        losses = [fraction(x) for x in p["losses"]]
-        return [Arm(f"{cc}-loss{loss * 100:g}", f"{cc_label(cc)}, {loss * 100:g}% loss",
-                    {"cc": cc, "datapath": "user", "loss": loss, "cc_params": {}})
-                for loss in losses for cc in p["protocols"]]
+        def topology(loss):
+            return load_topology("dumbbell", n_senders=p["senders"], bottleneck_bps=p["rate"],
+                                 access_bps=p["rate"], delay_us=f"{p['rtt'] / 4 * 1e6:.0f}us",
+                                 buffer_pkts=p["buffer"], ecn_k_pkts=None, loss=loss)
+        return bottleneck_sweep(p, [fraction(x) for x in p["losses"]], topology,
+                                lambda cc, x: f"{cc}-loss{x * 100:g}",
+                                lambda cc, x: f"{cc_label(cc)}, {x * 100:g}% loss", "loss")
 
     def analyse(self, p, results):
         summary = {}
         for name, r in results.items():
-            row = self.arm_summary(p, r)
+            row = metrics.arm_summary(p, r)
             row["loss"] = r["settings"]["loss"]
             row["cc"] = r["settings"]["cc"]
             summary[name] = row

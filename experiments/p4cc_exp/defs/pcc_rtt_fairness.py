@@ -4,16 +4,18 @@ flow's throughput relative to the short one's, for PCC, Reno and Cubic."""
 from __future__ import annotations
 
 from p4cc_topo import load_topology
+from p4cc_topo.plan import port_towards
 
-from ..experiment import Arm
+from .. import blocks, metrics
+from ..blocks import cc_label
+from ..experiment import Experiment
 from ..params import Param, rate_bps, seconds, str_list
 from ..stats import percentile
-from .compare import CompareProtocols, cc_label
 
 BOTTLENECK_ONE_WAY_S = 0.0005
 
 
-class PccRttFairness(CompareProtocols):
+class PccRttFairness(Experiment):
     id = "pcc-rtt-fairness"
     title = "RTT fairness: a long-RTT flow against a 10 ms flow"
     source = "PCC (NSDI 2015) RTT-fairness figure"
@@ -31,31 +33,37 @@ class PccRttFairness(CompareProtocols):
         Param("seed", 1, "random seed", int),
     ]
 
-    def senders(self, p):
-        return ["h1", "h2"]     # h1: the short-RTT flow, h2: the long one
-
-    def topology(self, p):
-        return self.arm_topology(p, self.arms(p)[0])
-
-    def arm_topology(self, p, arm):
-        short, long_ = p["short_rtt"], arm.settings["long_rtt"]
-        bdp_pkts = max(2, int(p["rate"] * short / (8 * 1500)))
-        access = [f"{(rtt / 2 - BOTTLENECK_ONE_WAY_S) * 1e6:.0f}us" for rtt in (short, long_)]
+    def topology(self, p, long_rtt: float):
+        """h1: the short-RTT flow, h2: the long one; the access delays make
+        up each RTT around the shared bottleneck's."""
+        bdp_pkts = max(2, int(p["rate"] * p["short_rtt"] / (8 * 1500)))
+        access = [f"{(rtt / 2 - BOTTLENECK_ONE_WAY_S) * 1e6:.0f}us"
+                  for rtt in (p["short_rtt"], long_rtt)]
         return load_topology("dumbbell", n_senders=2, bottleneck_bps=p["rate"], access_bps=p["rate"],
                              delay_us=f"{BOTTLENECK_ONE_WAY_S * 1e6:.0f}us",
                              access_delay_us=access, buffer_pkts=bdp_pkts, ecn_k_pkts=None)
 
     def arms(self, p):
-        rtts = [seconds(x) for x in p["long_rtts"]]
-        return [Arm(f"{cc}-rtt{rtt * 1e3:g}ms-run{k + 1}",
-                    f"{cc_label(cc)}, long RTT {rtt * 1e3:g} ms, run {k + 1}",
-                    {"cc": cc, "datapath": "user", "long_rtt": rtt, "cc_params": {}})
-                for rtt in rtts for cc in p["protocols"] for k in range(p["runs"])]
+        out = []
+        for rtt in (seconds(x) for x in p["long_rtts"]):
+            topo = self.topology(p, rtt)
+            for cc in p["protocols"]:
+                for k in range(p["runs"]):
+                    # Each run its own seed: min/median/max over runs.
+                    agents = blocks.long_flows(topo, ["h1", "h2"], "rx", cc, "user",
+                                               p["duration"], p["seed"] + 100 * k,
+                                               line_rate_bps=p["rate"])
+                    out.append(blocks.arm(
+                        f"{cc}-rtt{rtt * 1e3:g}ms-run{k + 1}",
+                        f"{cc_label(cc)}, long RTT {rtt * 1e3:g} ms, run {k + 1}", topo, agents,
+                        p["duration"], p["warmup"], port_towards(topo, "rx"),
+                        {"cc": cc, "datapath": "user", "long_rtt": rtt}))
+        return out
 
     def analyse(self, p, results):
         summary, points = {}, {}
         for name, r in results.items():
-            row = self.arm_summary(p, r)
+            row = metrics.arm_summary(p, r)
             short_mbps, long_mbps = (row["per_flow_mbps"] + [0.0, 0.0])[:2]
             rel = long_mbps / short_mbps if short_mbps > 0 else 0.0
             row.update(cc=r["settings"]["cc"], long_rtt_ms=r["settings"]["long_rtt"] * 1e3,

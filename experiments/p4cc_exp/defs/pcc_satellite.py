@@ -4,13 +4,12 @@ vs TCP. Loss-based TCP collapses on such a link whatever the buffer;
 PCC's utility tolerates random loss below its 5 % threshold."""
 from __future__ import annotations
 
-from p4cc_topo import load_topology
-
+from ..experiment import Experiment
 from ..params import Param, fraction, rate_bps, seconds, str_list
-from .pcc_shallow import PccShallow
+from .pcc_shallow import buffer_plot, buffer_summary, buffer_sweep
 
 
-class PccSatellite(PccShallow):
+class PccSatellite(Experiment):
     id = "pcc-satellite"
     title = "Throughput on a satellite link"
     source = "PCC (NSDI 2015) satellite-link figure"
@@ -33,14 +32,11 @@ class PccSatellite(PccShallow):
         Param("seed", 1, "random seed", int),
     ]
 
-    def topology(self, p):
-        return load_topology("dumbbell", n_senders=p["senders"], bottleneck_bps=p["rate"],
-                             access_bps=p["access"], delay_us=f"{p['rtt'] / 4 * 1e6:.0f}us",
-                             buffer_pkts=max(int(b) for b in p["buffers"]), ecn_k_pkts=None,
-                             loss=p["loss"])
+    def arms(self, p):
+        return buffer_sweep(p, loss=p["loss"])
 
     def analyse(self, p, results):
-        summary, _ = super().analyse(p, results)
+        summary = buffer_summary(p, results)
         checks = {}
         for b in sorted({int(x) for x in p["buffers"]}):
             pcc, tcp = summary.get(f"pcc-buf{b}"), summary.get(f"cubic-buf{b}")
@@ -55,3 +51,6 @@ class PccSatellite(PccShallow):
                    f"({pcc['throughput_mbps']:.1f} of {p['rate'] / 1e6:g} Mbps)"] = \
                 pcc["throughput_mbps"] > 0.5 * p["rate"] / 1e6
         return summary, checks
+
+    def plot(self, p, results, summary, outdir):
+        return [buffer_plot(p, summary, outdir)]

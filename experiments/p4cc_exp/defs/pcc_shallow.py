@@ -4,12 +4,63 @@ from __future__ import annotations
 
 from p4cc_topo import load_topology
 
-from ..experiment import Arm
+from .. import metrics
+from ..blocks import cc_label
+from ..experiment import Experiment
 from ..params import Param, rate_bps, seconds, str_list
-from .compare import CompareProtocols, cc_label
+from .pcc_lossy import bottleneck_sweep
 
 
-class PccShallow(CompareProtocols):
+def buffers(p: dict) -> list[int]:
+    out = [int(b) for b in p["buffers"]]
+    if min(out) < 1:
+        raise ValueError("buffers must be at least 1 packet")
+    return out
+
+
+def buffer_sweep(p: dict, loss: float = 0.0) -> list:
+    """One arm per (bottleneck buffer, protocol), 1 Gbps access links."""
+    def topology(b):
+        return load_topology("dumbbell", n_senders=p["senders"], bottleneck_bps=p["rate"],
+                             access_bps=p["access"], delay_us=f"{p['rtt'] / 4 * 1e6:.0f}us",
+                             buffer_pkts=b, ecn_k_pkts=None, loss=loss)
+    return bottleneck_sweep(p, buffers(p), topology, lambda cc, b: f"{cc}-buf{b}",
+                            lambda cc, b: f"{cc_label(cc)}, {b}-packet buffer", "depth_pkts")
+
+
+def buffer_summary(p: dict, results: dict) -> dict:
+    summary = {}
+    for name, r in results.items():
+        row = metrics.arm_summary(p, r)
+        row.update(buffer=r["settings"]["depth_pkts"], cc=r["settings"]["cc"])
+        summary[name] = row
+    return summary
+
+
+def buffer_plot(p: dict, summary: dict, outdir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for cc in p["protocols"]:
+        rows = sorted((r["buffer"], r["throughput_mbps"]) for r in summary.values()
+                      if r["cc"] == cc)
+        ax.plot([b for b, _ in rows], [t for _, t in rows], marker="o", label=cc_label(cc))
+    bdp = p["rate"] * p["rtt"] / (8 * 1500)
+    ax.axvline(bdp, ls=":", color="gray", label=f"BDP ≈ {bdp:.0f} pkts")
+    ax.axhline(p["rate"] / 1e6, ls="--", color="k", lw=1, label="link rate")
+    ax.set_xscale("log")
+    ax.set_xlabel("bottleneck buffer (packets)")
+    ax.set_ylabel("throughput (Mbps)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = outdir / "throughput_vs_buffer.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+class PccShallow(Experiment):
     id = "pcc-shallow"
     title = "Throughput with shallow buffers"
     source = "PCC (NSDI 2015) Fig. 7"
@@ -29,25 +80,11 @@ class PccShallow(CompareProtocols):
         Param("seed", 1, "random seed", int),
     ]
 
-    def topology(self, p):
-        return load_topology("dumbbell", n_senders=p["senders"], bottleneck_bps=p["rate"],
-                             access_bps=p["access"], delay_us=f"{p['rtt'] / 4 * 1e6:.0f}us",
-                             buffer_pkts=max(int(b) for b in p["buffers"]), ecn_k_pkts=None)
-
     def arms(self, p):
-        buffers = [int(b) for b in p["buffers"]]
-        if min(buffers) < 1:
-            raise ValueError("buffers must be at least 1 packet")
-        return [Arm(f"{cc}-buf{b}", f"{cc_label(cc)}, {b}-packet buffer",
-                    {"cc": cc, "datapath": "user", "depth_pkts": b, "cc_params": {}})
-                for b in buffers for cc in p["protocols"]]
+        return buffer_sweep(p)
 
     def analyse(self, p, results):
-        summary = {}
-        for name, r in results.items():
-            row = self.arm_summary(p, r)
-            row.update(buffer=r["settings"]["depth_pkts"], cc=r["settings"]["cc"])
-            summary[name] = row
+        summary = buffer_summary(p, results)
         checks = {}
         small = min(int(b) for b in p["buffers"])
         pcc = summary.get(f"pcc-buf{small}")
@@ -59,23 +96,4 @@ class PccShallow(CompareProtocols):
         return summary, checks
 
     def plot(self, p, results, summary, outdir):
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(6, 3.6))
-        for cc in p["protocols"]:
-            rows = sorted((r["buffer"], r["throughput_mbps"]) for r in summary.values()
-                          if r["cc"] == cc)
-            ax.plot([b for b, _ in rows], [t for _, t in rows], marker="o", label=cc_label(cc))
-        bdp = p["rate"] * p["rtt"] / (8 * 1500)
-        ax.axvline(bdp, ls=":", color="gray", label=f"BDP ≈ {bdp:.0f} pkts")
-        ax.axhline(p["rate"] / 1e6, ls="--", color="k", lw=1, label="link rate")
-        ax.set_xscale("log")
-        ax.set_xlabel("bottleneck buffer (packets)")
-        ax.set_ylabel("throughput (Mbps)")
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        path = outdir / "throughput_vs_buffer.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        return [path]
+        return [buffer_plot(p, summary, outdir)]

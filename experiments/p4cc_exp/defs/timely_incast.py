@@ -5,20 +5,21 @@ DCTCP and Cubic: throughput, mean and 95th-percentile queue and RTT."""
 from __future__ import annotations
 
 from p4cc_topo import load_topology
+from p4cc_topo.plan import port_towards
 
-from ..experiment import Arm
+from .. import blocks, metrics
+from ..blocks import cc_label
+from ..experiment import Experiment
 from ..params import Param, rate_bps, seconds, str_list
-from .compare import CompareProtocols, cc_label
 
 
-class TimelyIncast(CompareProtocols):
+class TimelyIncast(Experiment):
     id = "timely-incast"
     title = "TIMELY, oracle TIMELY and others under incast"
     source = "TIMELY (SIGCOMM 2015) §6 / seed table"
     description = ("N long flows into one receiver. TIMELY paces by the RTT gradient; oracle "
                    "TIMELY runs the same control law on the bottleneck queue depth the P4 "
                    "switch writes into every data packet. Queue figures come from postcards.")
-    receiver = "h1"
     params = [
         Param("rate", "50Mbps", "every link's rate", rate_bps, 1e6, 1e9),
         Param("delay", "10us", "every link's one-way delay", seconds, 0, 0.1),
@@ -39,9 +40,6 @@ class TimelyIncast(CompareProtocols):
               "or 'seed' = the seed's 20/5 packets", str),
         Param("seed", 1, "random seed", int),
     ]
-
-    def senders(self, p):
-        return [f"h{i}" for i in range(2, p["senders"] + 2)]
 
     def topology(self, p):
         return load_topology("star", n_hosts=p["senders"] + 1, rate_bps=p["rate"],
@@ -67,12 +65,18 @@ class TimelyIncast(CompareProtocols):
                              "tlow_us": p["base_rtt_us"] + p["tlow_us"]},
                   "oracle-timely": {**timely, "thigh_pkts": f"{thigh:.3f}",
                                     "tlow_pkts": f"{tlow:.3f}"}}
-        return [Arm(cc, cc_label(cc), {"cc": cc, "datapath": "user",
-                                       "cc_params": per_cc.get(cc, {})})
+        topo = self.topology(p)
+        senders = topo.role("senders")
+        return [blocks.arm(cc, cc_label(cc), topo,
+                           blocks.long_flows(topo, senders, "h1", cc, "user", p["duration"],
+                                             p["seed"], per_cc.get(cc, {}),
+                                             line_rate_bps=p["rate"]),
+                           p["duration"], p["warmup"], port_towards(topo, "h1"),
+                           {"cc": cc, "datapath": "user", "cc_params": per_cc.get(cc, {})})
                 for cc in p["protocols"]]
 
     def analyse(self, p, results):
-        summary = {name: self.arm_summary(p, r) for name, r in results.items()}
+        summary = {name: metrics.arm_summary(p, r) for name, r in results.items()}
         checks = {}
         cubic = summary.get("cubic")
         for cc in ("timely", "oracle-timely"):
@@ -94,7 +98,7 @@ class TimelyIncast(CompareProtocols):
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        paths = [self.queue_plot(p, results, outdir,
+        paths = [metrics.queue_plot(results, outdir,
                                  f"Bottleneck queue, {p['senders']} senders → 1, "
                                  f"{p['rate'] / 1e6:.0f} Mbps")]
         names = list(summary)

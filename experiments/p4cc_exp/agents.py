@@ -1,0 +1,87 @@
+"""The one place a plan's agent becomes a ``p4cc-host`` command line
+(docs/hosts.md has every subcommand)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from p4cc_topo.plan import COLLECTOR_UDP_PORT, Agent, Workload
+
+#: Ports the receivers listen on (p4cc-host's defaults).
+UDP_PORT = 7360
+TCP_PORT = 7361
+
+
+def _num(x: float) -> str:
+    return f"{x:.9g}"
+
+
+def _sizes(w: Workload) -> list[str]:
+    s = w.sizes
+    if s.fixed_bytes is not None:
+        return ["--fixed-bytes", str(s.fixed_bytes)]
+    out = ["--pareto-shape", _num(s.pareto_shape), "--mean-bytes", _num(s.mean_bytes)]
+    return out + (["--max-bytes", str(s.max_bytes)] if s.max_bytes else [])
+
+
+def workload_args(w: Workload, ip) -> list[str]:
+    """The workload subcommand of `p4cc-host gen`; ``ip`` maps a host to
+    its address. Times are seconds from the shared start."""
+    if w.kind == "long":
+        return ["long"] + [a for f in w.flows
+                           for a in ("--flow", f"{ip(f.dst)},{_num(f.start_s)},{_num(f.stop_s)}")]
+    dsts = [a for d in w.dsts for a in ("--dst", ip(d))]
+    if w.kind == "poisson":
+        out = ["poisson", *dsts, "--load", _num(w.load), "--link-mbps", _num(w.link_bps / 1e6),
+               *_sizes(w)]
+        if w.count is not None:
+            out += ["--flows", str(w.count)]
+        if w.duration_s is not None:
+            out += ["--duration-s", _num(w.duration_s)]
+        return out
+    if w.kind == "closed":
+        out = ["closed", *dsts, "--concurrency", str(w.concurrency), *_sizes(w),
+               "--think-ms", _num(w.think_s * 1e3)]
+        if w.count is not None:
+            out += ["--flows", str(w.count)]
+        if w.duration_s is not None:
+            out += ["--duration-s", _num(w.duration_s)]
+        return out
+    if w.kind == "single":
+        return ["single", "--dst", ip(w.dsts[0]), "--bytes", str(w.bytes)]
+    if w.kind == "incast":
+        return ["incast", "--dst", ip(w.dsts[0]), "--size", str(w.bytes),
+                "--rounds", str(w.rounds or 1), "--interval-ms", _num((w.interval_s or 0) * 1e3)]
+    raise ValueError(f"unknown workload {w.kind!r}")
+
+
+def command(a: Agent, ip, out: Path, start_unix_ns: int) -> list[str]:
+    """``p4cc-host`` arguments of agent ``a``: its results go to ``out``
+    (the agent's folder; the collector writes ``out``/../queue.csv)."""
+    if a.role == "collector":
+        return ["collect", "--listen", f"0.0.0.0:{COLLECTOR_UDP_PORT}",
+                "--out", str(out.parent / "queue.csv")]
+    if a.role == "receiver":
+        if a.datapath == "kernel":
+            return ["tcp-recv", "--listen", f"0.0.0.0:{TCP_PORT}",
+                    *(["--cc", a.cc] if a.cc else []), "--out", str(out)]
+        return ["recv", "--out", str(out)]
+    kernel = a.datapath == "kernel"
+    args = ["gen", "--datapath", "tcp" if kernel else "udp", "--cc", a.cc,
+            "--start-at-unix-ns", str(start_unix_ns), "--flow-id-base", str(a.flow_id_base),
+            "--seed", str(a.seed), "--out", str(out)]
+    if not kernel:
+        args += [x for k, v in a.cc_params.items() for x in ("--cc-param", f"{k}={v}")]
+        if a.line_rate_bps:
+            args += ["--line-rate-mbps", _num(a.line_rate_bps / 1e6)]
+        if a.init_cwnd_pkts:
+            args += ["--init-cwnd", str(a.init_cwnd_pkts)]
+        if not a.ecn:
+            args.append("--no-ecn")
+    return args + workload_args(a.workload, ip)
+
+
+def kernel_ecn_sysctl(a: Agent) -> list[str] | None:
+    """Kernel TCP negotiates ECN per namespace: a sender's sysctl, or None."""
+    if a.role == "sender" and a.datapath == "kernel":
+        return ["sysctl", "-qw", f"net.ipv4.tcp_ecn={int(a.ecn)}"]
+    return None

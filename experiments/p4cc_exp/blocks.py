@@ -1,0 +1,85 @@
+"""Steps experiment definitions share to build their plans: an arm from a
+topology and its agents, receivers, long-flow senders. Composition, not
+inheritance: a definition calls these and stays a declaration."""
+from __future__ import annotations
+
+from p4cc_topo import Topology
+from p4cc_topo.plan import (Agent, ArmPlan, FlowWindow, Measure, PortRef, Workload,
+                            collector_agent, switch_configs)
+
+KERNEL_CCS = {"reno", "cubic", "bbr"}
+
+LABELS = {"timely": "TIMELY", "oracle-timely": "oracle TIMELY", "vegas": "Vegas",
+          "dctcp": "DCTCP", "cubic": "Cubic", "reno": "Reno", "pcc": "PCC Allegro",
+          "pcc-allegro": "PCC Allegro", "pcc-vivace": "PCC Vivace"}
+
+
+def cc_label(cc: str) -> str:
+    return LABELS.get(cc, cc)
+
+
+def arm(name: str, label: str, topo: Topology, agents: list[Agent], duration_s: float,
+        warmup_s: float, queue: PortRef | None = None, settings: dict | None = None,
+        postcard_one_in_n: int = 1, events=()) -> ArmPlan:
+    """An arm on ``topo``: the switches configured from it, a postcard
+    collector (when the topology has one) started first, the counters and
+    postcards of ``queue`` (the bottleneck) measured."""
+    configs = switch_configs(topo, postcard_one_in_n)
+    sid = topo.switches[queue.switch].id if queue else None
+    return ArmPlan(name=name, label=label, topology=topo.to_dict(numeric=True),
+                   switches=configs, agents=tuple(collector_agent(topo) + list(agents)),
+                   duration_s=float(duration_s), warmup_s=float(warmup_s),
+                   measure=Measure(ports=(queue,) if queue else (), queue=queue,
+                                   queue_switch_id=sid),
+                   events=tuple(events), settings=dict(settings or {}))
+
+
+def receiver(host: str, datapath: str, cc: str | None = None) -> Agent:
+    """A receiver; a kernel one sets the senders' algorithm on its sockets."""
+    return Agent(host, "receiver", datapath=datapath,
+                 cc=cc if datapath == "kernel" else None)
+
+
+def long_sender(host: str, dst: str, cc: str, datapath: str, start_s: float, stop_s: float,
+                flow_id: int, seed: int, cc_params: dict | None = None, ecn: bool = True,
+                line_rate_bps: int | None = None, init_cwnd_pkts: int | None = None) -> Agent:
+    """One long flow from ``host`` to ``dst`` over [start_s, stop_s)."""
+    return Agent(host, "sender", datapath=datapath, cc=cc,
+                 cc_params=dict(cc_params or {}) if datapath == "user" else {}, ecn=ecn,
+                 workload=Workload("long", flows=(FlowWindow(dst, start_s, stop_s),)),
+                 flow_id_base=flow_id, seed=seed, line_rate_bps=line_rate_bps,
+                 init_cwnd_pkts=init_cwnd_pkts)
+
+
+def long_flows(topo: Topology, senders: list[str], dst: str, ccs, datapath: str,
+               duration_s: float, seed: int, cc_params: dict | None = None, ecn: bool = True,
+               line_rate_bps: int | None = None) -> list[Agent]:
+    """A receiver on ``dst`` and one long flow from each sender for the whole
+    run; ``ccs`` is one algorithm for all, or one per sender."""
+    ccs = [ccs] * len(senders) if isinstance(ccs, str) else list(ccs)
+    agents = [receiver(dst, datapath, ccs[0])]
+    for i, (h, cc) in enumerate(zip(senders, ccs)):
+        agents.append(long_sender(h, dst, cc, datapath, 0.0, duration_s, i + 1, seed + i,
+                                  cc_params, ecn, line_rate_bps))
+    return agents
+
+
+def datapath_of(cc: str) -> str:
+    """Kernel TCP where the kernel runs the algorithm, else p4cc's transport."""
+    return "kernel" if cc in KERNEL_CCS else "user"
+
+
+def phases(n: int, interval: float) -> list[tuple[float, float, list[int]]]:
+    """Flows 1..n join every ``interval`` then leave in reverse order:
+    (start, end, active flow ids) of each phase, from the shared start."""
+    out = []
+    for k in range(2 * n - 1):
+        active = [i + 1 for i in range(n)
+                  if i * interval <= k * interval < (2 * n - 1 - i) * interval]
+        out.append((k * interval, (k + 1) * interval, active))
+    return out
+
+
+def join_leave_window(i: int, n: int, interval: float) -> tuple[float, float]:
+    """When flow i (0-based) of n sends in a join-then-leave schedule."""
+    return i * interval, (2 * n - 1 - i) * interval

@@ -1,0 +1,211 @@
+"""Executors: what runs a scenario plan and writes each arm's results.
+
+Every executor takes the same :class:`~p4cc_topo.plan.Plan` and writes the
+same files per arm (docs/experiments.md, "The results folder"):
+
+    <arm>/queue.csv        postcards the collector received
+    <arm>/<agent folder>/  each agent's flow logs (flows.csv, tput.csv, rtt.csv)
+    <arm>/measure.json     the measured ports' counters after the warm-up and at the end
+    <arm>/logs/            switch and agent logs; switches.json (what the controller applied)
+
+:class:`NamespaceLab` runs it in real time: network namespaces and veth
+links, the embedded target or bmv2, kernel and user-space host agents.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from p4cc_control.program import Endpoint, program
+from p4cc_topo import Network
+from p4cc_topo.kernel_cc import KernelCcError, ensure_kernel_ccs
+from p4cc_topo.plan import ArmPlan, Plan
+from p4cc_topo.targets import (TargetCapabilityError, TargetUnavailable, find_bmv2,
+                               netem_available, resolve_target, terminate)
+from p4cc_topo.wakeup import KeepCpusAwake
+
+from .agents import command, kernel_ecn_sysctl
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Receivers and the collector get this long to listen before traffic starts.
+LISTEN_S = 0.5
+#: Senders get this long from their launch to the shared start.
+START_S = 1.0
+#: The last counter reading is this long before the traffic ends.
+END_MARGIN_S = 0.5
+
+
+class ExecutorError(RuntimeError):
+    """A run cannot start or went wrong (one line)."""
+
+
+def host_agent() -> str:
+    """The p4cc-host binary built by `make setup`."""
+    built = ROOT / "hosts/target/release/p4cc-host"
+    if built.exists():
+        return str(built)
+    found = shutil.which("p4cc-host")
+    if not found:
+        raise ExecutorError("p4cc-host not built: run `make setup`")
+    return found
+
+
+def capability_problems(plan: Plan, target: str) -> list[str]:
+    """What of the plan's link models ``target`` cannot apply, located."""
+    from p4cc_control.targets import TARGETS
+
+    if target == "pyfwd":
+        return [f"arm {a.name}: {s.name} port {p}: pyfwd applies no link property"
+                for a in plan.arms for s in a.switches.values() for p, c in s.ports.items()
+                if c.rate_bps or c.delay_us or c.loss or c.depth_pkts or c.ecn_k_pkts is not None]
+    cls = TARGETS["embedded" if target == "sim" else target]
+    facts = {"netem": netem_available()} if target == "bmv2" else {}
+    out = []
+    for a in plan.arms:
+        for s in a.switches.values():
+            for p, c in s.ports.items():
+                model = c.link_model()
+                if s.loss_in == "p4":
+                    model.pop("loss")
+                out += [f"arm {a.name}: {s.name} port {p} (towards {c.peer}): {why}"
+                        for why in cls.problems(model, **facts)]
+    return out
+
+
+class NamespaceLab:
+    """Runs plans in real time in network namespaces (docs/experiments.md)."""
+
+    kind = "namespace lab"
+
+    def __init__(self, target: str = "auto"):
+        self.requested = target
+        self.target: str | None = None
+        self.notes: list[str] = []
+        self._awake: KeepCpusAwake | None = None
+
+    # -- before any namespace ------------------------------------------------
+    def prepare(self, plan: Plan) -> list[str]:
+        """Chooses the target, checks it can apply the plan, makes every
+        kernel congestion control the agents use available, keeps the CPUs
+        awake; returns what it did, one line each (for the run log)."""
+        self.target = self._choose_target(plan)
+        problems = capability_problems(plan, self.target)
+        if problems:
+            raise TargetCapabilityError(self.target, problems)
+        ccs = set().union(*(a.kernel_ccs() for a in plan.arms))
+        try:
+            self.notes += ensure_kernel_ccs(ccs, host_agent())
+        except KernelCcError as e:
+            raise ExecutorError(str(e)) from None
+        self._awake = KeepCpusAwake().__enter__()
+        self.notes.append(self._awake.message)
+        return self.notes
+
+    def _choose_target(self, plan: Plan) -> str:
+        try:
+            if self.requested != "auto":
+                return resolve_target(self.requested)
+            target = resolve_target("auto")
+        except TargetUnavailable as e:
+            raise ExecutorError(str(e).splitlines()[0]) from None
+        self.notes.append(f"target {target}: the embedded target unless bmv2 is asked for "
+                          "(--target bmv2 or P4CC_TARGET=bmv2)")
+        return target
+
+    def finish(self) -> None:
+        if self._awake is not None:
+            self._awake.__exit__(None, None, None)
+            self._awake = None
+
+    def describe(self) -> dict:
+        return {"executor": self.kind, "time": "real time", "target": self.target,
+                "notes": self.notes}
+
+    # -- one arm ---------------------------------------------------------------
+    def run_arm(self, plan: Plan, arm: ArmPlan, outdir: Path, progress) -> dict:
+        """Builds the arm's network, programs its switches through the
+        controller, runs its agents on the plan's schedule, reads the
+        measured counters, tears everything down."""
+        outdir.mkdir(parents=True, exist_ok=True)
+        logs = outdir / "logs"
+        topo = arm.topo()
+        agent = host_agent()
+        with Network(topo, target=self.target, log_dir=logs, seed=plan.seed) as net:
+            eps = {n: Endpoint(**{k: v for k, v in d.items() if k in Endpoint.__dataclass_fields__})
+                   for n, d in net.endpoints().items()}
+            with program(arm.switches, eps) as sw:
+                (logs / "switches.json").write_text(json.dumps(
+                    {"endpoints": {n: e.to_dict() for n, e in eps.items()},
+                     "applied": sw.applied}, indent=1, default=str) + "\n")
+                return self._traffic(arm, net, sw, agent, outdir, progress)
+
+    def _traffic(self, arm, net, sw, agent, outdir: Path, progress) -> dict:
+        def alive():
+            dead = net.dead_switches()
+            return f"switch died: {', '.join(dead)} (see {outdir / 'logs'})" if dead else None
+
+        def launch(a, start_ns):
+            cmd = command(a, net.ip, outdir / a.folder, start_ns)
+            log = f"{a.role}-{a.folder}.log" if a.role != "collector" else "collector.log"
+            return net.popen(a.host, [agent, *cmd], log=log)
+
+        waiting = [launch(a, 0) for a in arm.agents if a.role != "sender"]
+        for a in arm.senders():
+            sysctl = kernel_ecn_sysctl(a)
+            if sysctl:
+                net.run(a.host, sysctl, check=True)
+        progress.sleep(LISTEN_S, alive)
+        t0 = time.time_ns() + int(START_S * 1e9)
+        senders = [launch(a, t0) for a in arm.senders()]
+
+        def at(offset_s):  # sleep until t0 + offset
+            progress.sleep(max(0.0, (t0 - time.time_ns()) / 1e9 + offset_s), alive)
+
+        reads: dict[str, dict] = {}
+        schedule = sorted([(e.at_s, "event", e) for e in arm.events]
+                          + [(arm.warmup_s, "read", "start")]
+                          + [(max(arm.warmup_s + END_MARGIN_S, arm.end_s() - END_MARGIN_S),
+                              "read", "end")], key=lambda x: x[0])
+        for offset, what, item in schedule:
+            at(offset)
+            if what == "event":
+                self._apply_event(sw, item)
+            else:
+                reads[item] = {"unix_ns": time.time_ns(),
+                               "ports": {r.key(): sw.ops[r.switch].port_counters([r.port])[r.port]
+                                         for r in arm.measure.ports}}
+        for p in senders:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                pass
+        terminate(waiting, timeout=10)  # SIGTERM: they flush their logs
+        measure = {"t0_unix_ns": t0, "reads": reads,
+                   "window_s": (reads["end"]["unix_ns"] - reads["start"]["unix_ns"]) / 1e9}
+        (outdir / "measure.json").write_text(json.dumps(measure, indent=1) + "\n")
+        return {"target": self.target}
+
+    @staticmethod
+    def _apply_event(sw, e) -> None:
+        ops = sw.ops[e.switch]
+        s = dict(e.set)
+        if "ecn_k_pkts" in s:
+            k = s.pop("ecn_k_pkts")
+            ops.clear_k(e.port) if k is None else ops.set_k(e.port, k)
+        if s:
+            ops.set_queue(e.port, **s)
+
+
+def make_executor(target: str):
+    """``sim`` runs in virtual time; every other target in the namespace lab."""
+    if target == "sim":
+        from .simexec import VirtualTime
+        return VirtualTime()
+    return NamespaceLab(target)
+
+
+__all__ = ["NamespaceLab", "ExecutorError", "make_executor", "capability_problems",
+           "host_agent", "find_bmv2"]

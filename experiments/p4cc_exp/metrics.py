@@ -1,0 +1,93 @@
+"""Analysis steps experiments share, each a function of an arm's results
+(results.arm_result): the queue it measured, its flows' throughput and
+RTT, utilisation."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import series
+from .stats import mean, percentile
+
+
+def postcards(r: dict) -> list[dict]:
+    """The measured queue's postcards (that port, of that switch)."""
+    return series.postcards(Path(r["outdir"]) / "queue.csv", r["port"], r.get("switch_id"))
+
+
+def queue_after(r: dict, warmup_s: float) -> list[dict]:
+    """Postcards from ``warmup_s`` after the first one on."""
+    cards = postcards(r)
+    t0 = min((c["t"] for c in cards), default=0) + warmup_s
+    return [c for c in cards if c["t"] >= t0]
+
+
+def sender_dirs(r: dict) -> list[Path]:
+    return [Path(r["outdir"]) / h for h in r["senders"]]
+
+
+def flow_mbps(f: dict) -> float:
+    """A flow's goodput over its own lifetime (flows.csv row)."""
+    secs = (int(f["end_unix_ns"]) - int(f["start_unix_ns"])) / 1e9
+    return int(f["bytes_acked"]) * 8 / secs / 1e6 if secs > 0 else 0.0
+
+
+def utilisation(r: dict, rate_bps: float) -> float:
+    """Bytes the measured port sent between the two counter readings, as a
+    fraction of its line rate."""
+    return r["tx_bytes"] * 8 / (rate_bps * r["window_s"]) if r["window_s"] > 0 else 0.0
+
+
+def arm_summary(p: dict, r: dict) -> dict:
+    """Throughput, utilisation, queue and RTT of one arm of long flows."""
+    depths = [c["depth"] for c in queue_after(r, p["warmup"])]
+    cards = postcards(r)
+    t0 = min((c["t"] for c in cards), default=0) + p["warmup"]
+    rtts = [rtt for s in series.rtts(sender_dirs(r)).values() for (t, rtt, _) in s if t >= t0]
+    flows = series.flows(sender_dirs(r))
+    per_flow = [flow_mbps(f) for f in flows]
+    return {
+        "label": r["label"],
+        "throughput_mbps": sum(per_flow),
+        "utilisation": utilisation(r, p["rate"]),
+        "per_flow_mbps": per_flow,
+        "queue_mean_pkts": mean(depths),
+        "queue_p95_pkts": percentile(depths, 95),
+        "rtt_mean_us": mean(rtts),
+        "rtt_p95_us": percentile(rtts, 95),
+        "flows": len(flows),
+    }
+
+
+def flow_rates(r: dict, bin_s: float = 0.1) -> dict[str, list[tuple[float, float]]]:
+    """flow id -> [(t since the first bin, Mbps)], averaged into ``bin_s`` bins."""
+    raw = series.throughput(sender_dirs(r))
+    t0 = min((s[0][0] for s in raw.values() if s), default=0)
+    out = {}
+    for fid, s in raw.items():
+        bins: dict[int, list[float]] = {}
+        for t, mbps in s:
+            bins.setdefault(int((t - t0) / bin_s), []).append(mbps)
+        out[fid] = sorted((k * bin_s, mean(v)) for k, v in bins.items())
+    return out
+
+
+def queue_plot(results: dict, outdir: Path, title: str) -> Path:
+    """The measured queue over time, one panel per arm."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    n = len(results)
+    fig, axes = plt.subplots(n, 1, figsize=(9, 1.9 * n + 0.6), sharex=True, squeeze=False)
+    for ax, (name, r) in zip(axes[:, 0], results.items()):
+        cards = postcards(r)
+        t0 = cards[0]["t"] if cards else 0
+        ax.plot([c["t"] - t0 for c in cards], [c["depth"] for c in cards], lw=0.5)
+        ax.set_ylabel("pkts")
+        ax.set_title(r["label"], fontsize=9, loc="left")
+    axes[-1, 0].set_xlabel("time (s)")
+    fig.suptitle(title)
+    fig.tight_layout()
+    path = outdir / "queue_over_time.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

@@ -1,0 +1,35 @@
+"""An arm's results, read back from its folder: what every analysis gets,
+whichever executor wrote the folder."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from p4cc_topo.plan import ArmPlan
+
+
+def arm_result(outdir: Path, arm: ArmPlan) -> dict:
+    """The measured facts of one arm:
+
+    outdir, label, settings; senders (the senders' folders, in plan order);
+    port and switch_id of the measured queue; tx_bytes and ce_marks of that
+    port between the two counter readings, and window_s between them.
+    """
+    outdir = Path(outdir)
+    try:
+        m = json.loads((outdir / "measure.json").read_text())
+    except (OSError, ValueError):
+        m = {}
+    q = arm.measure.queue
+    out = {"outdir": str(outdir), "label": arm.label, "settings": dict(arm.settings),
+           "senders": [a.folder for a in arm.senders()],
+           "port": q.port if q else None, "switch_id": arm.measure.queue_switch_id,
+           "tx_bytes": 0, "ce_marks": 0, "window_s": float(m.get("window_s", 0.0)),
+           "complete": bool(m)}
+    reads = m.get("reads", {})
+    if q and "start" in reads and "end" in reads:
+        a, b = reads["start"]["ports"].get(q.key()), reads["end"]["ports"].get(q.key())
+        if a and b:
+            out["tx_bytes"] = b["tx_bytes"] - a["tx_bytes"]
+            out["ce_marks"] = b["ce_marks"] - a["ce_marks"]
+    return out

@@ -1,0 +1,618 @@
+"""The scenario plan: one typed, versioned, JSON-serialisable description
+of a run, made by an experiment definition and run by an executor (the
+namespace lab in real time, ``p4cc-sim`` in virtual time).
+
+A plan has one or more *arms* (the runs an experiment compares); each arm
+is self-contained:
+
+- ``topology``: hosts, switches and links (rate, propagation delay), as
+  :class:`~p4cc_topo.model.Topology` writes it;
+- ``switches``: per switch what the controller applies — the pipeline, the
+  routes (computed once, here, by :meth:`Topology.next_hops`), per port the
+  ECN threshold K, the target's link model (line rate, egress delay, random
+  loss, queue depth), and postcards towards the collector;
+- ``agents``: per host what runs there — postcard collector, receivers and
+  senders with their datapath, congestion control, parameters and workload;
+  times are seconds from the arm's traffic start;
+- ``measure``: which switch ports' counters are read, after the warm-up and
+  at the end, and which queue the analysis looks at;
+- ``events``: switch settings that change at a time during the run;
+- ``duration_s``, ``warmup_s``.
+
+Units are in the field names (``_bps``, ``_ns``, ``_pkts``, ``_s``) and
+values are numbers: the one place that parses a user's "500us" is the
+experiment's ``--set``. docs/plans.md documents the schema.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+from .model import Topology, TopologyError, port_mac
+
+SCHEMA = "p4cc.plan"
+VERSION = 1
+
+REPO = Path(__file__).resolve().parents[2]
+#: The v1model pipeline every software target runs (p4c output, committed).
+P4INFO = "p4src/build/cc_switch.p4info.bin"
+DEVICE_CONFIG = "p4src/build/cc_switch.json"
+#: The UDP port the postcard collector listens on.
+COLLECTOR_UDP_PORT = 9999
+
+DATAPATHS = ("user", "kernel")
+ROLES = ("sender", "receiver", "collector")
+#: Kernel TCP congestion controls a kernel-datapath agent may ask for.
+KERNEL_CCS = ("reno", "cubic", "dctcp", "bbr")
+
+
+class PlanError(ValueError):
+    """A plan that does not check; the message names the field."""
+
+
+def _fail(where: str, what: str):
+    raise PlanError(f"{where}: {what}")
+
+
+def _num(v, where: str, lo: float | None = None, hi: float | None = None,
+         integer: bool = False, positive: bool = False):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        _fail(where, f"{v!r} is not a number")
+    if integer and int(v) != v:
+        _fail(where, f"{v!r} is not a whole number")
+    if positive and v <= 0:
+        _fail(where, f"{v!r} must be greater than 0")
+    if lo is not None and v < lo or hi is not None and v > hi:
+        _fail(where, f"{v!r} is outside {lo}..{hi}")
+    return int(v) if integer else v
+
+
+# ------------------------------------------------------------------ switches
+
+#: A port's link-model knobs and their ranges (the one place they are
+#: checked: plans, the controller's targets and `p4cc ctl queue` all call
+#: :func:`check_link_model`). rate_pps is bmv2's own unit.
+LINK_MODEL = {
+    "rate_bps": (1, 10**12, True),
+    "rate_pps": (1, 10**9, True),
+    "delay_us": (0, 10_000_000, True),
+    "loss": (0.0, 1.0, False),
+    "depth_pkts": (1, 1 << 20, True),
+}
+
+
+def check_link_model(settings: dict, where: str = "port") -> dict:
+    """Range-checks link-model knobs (None values are dropped); returns them."""
+    out = {}
+    for k, v in settings.items():
+        if k not in LINK_MODEL:
+            _fail(where, f"unknown port setting {k!r} (known: {', '.join(LINK_MODEL)})")
+        if v is None:
+            continue
+        lo, hi, integer = LINK_MODEL[k]
+        out[k] = _num(v, f"{where}.{k}", lo, hi, integer=integer)
+    return out
+
+
+@dataclass(frozen=True)
+class PortConfig:
+    """One switch port: the target's link model and the P4 per-port state."""
+    port: int
+    peer: str                        #: host or switch on the other end
+    peer_port: int | None = None     #: the other switch's port
+    rate_bps: int | None = None      #: line rate of frames sent here (None: unshaped)
+    delay_us: int = 0                #: delay the switch adds to frames sent here (µs)
+    loss: float = 0.0                #: probability a frame sent here is dropped
+    depth_pkts: int | None = None    #: egress queue depth (None: the target's default)
+    ecn_k_pkts: int | None = None    #: ECN marking threshold K (None: never marks)
+
+    def check(self, where: str) -> None:
+        _num(self.port, f"{where}.port", 0, 510, integer=True)
+        check_link_model(self.link_model(), where)
+        if self.ecn_k_pkts is not None:
+            _num(self.ecn_k_pkts, f"{where}.ecn_k_pkts", 0, 10**7, integer=True)
+
+    def link_model(self) -> dict:
+        """The target's knobs (line rate, delay, loss, depth) that are set."""
+        d: dict[str, Any] = {"delay_us": self.delay_us, "loss": self.loss}
+        if self.rate_bps is not None:
+            d["rate_bps"] = self.rate_bps
+        if self.depth_pkts is not None:
+            d["depth_pkts"] = self.depth_pkts
+        return d
+
+
+@dataclass(frozen=True)
+class Route:
+    prefix: str       #: e.g. "10.0.0.2/32"
+    port: int         #: egress port
+    dst_mac: str      #: next hop's MAC (the host's own on its switch)
+    host: str = ""    #: the host the route leads to (for humans)
+
+
+@dataclass(frozen=True)
+class Postcards:
+    """Sampled queue reports of every packet to the collector host."""
+    port: int                 #: egress port towards the collector
+    collector_ip: str
+    collector_mac: str        #: next hop towards the collector
+    switch_ip: str            #: source address of this switch's postcards
+    udp_port: int = COLLECTOR_UDP_PORT
+    one_in_n: int = 1
+
+    def check(self, where: str) -> None:
+        _num(self.one_in_n, f"{where}.one_in_n", 1, 2**16 - 1, integer=True)
+        _num(self.udp_port, f"{where}.udp_port", 1, 65535, integer=True)
+
+
+@dataclass(frozen=True)
+class SwitchConfig:
+    """Everything the controller applies to one switch."""
+    name: str
+    device_id: int
+    switch_id: int
+    p4info: str = P4INFO
+    device_config: str = DEVICE_CONFIG
+    routes: tuple[Route, ...] = ()
+    ports: dict[int, PortConfig] = field(default_factory=dict)
+    postcards: Postcards | None = None
+    #: "target": the target's link model drops; "p4": the program's port_loss table
+    loss_in: str = "target"
+
+    def check(self) -> None:
+        where = f"switches.{self.name}"
+        if self.loss_in not in ("target", "p4"):
+            _fail(f"{where}.loss_in", f"{self.loss_in!r} is not 'target' or 'p4'")
+        for n, p in self.ports.items():
+            if n != p.port:
+                _fail(f"{where}.ports.{n}", f"holds port {p.port}")
+            p.check(f"{where}.ports.{n}")
+        for i, r in enumerate(self.routes):
+            if r.port not in self.ports:
+                _fail(f"{where}.routes[{i}]", f"port {r.port} is not a port of {self.name}")
+        if self.postcards is not None:
+            self.postcards.check(f"{where}.postcards")
+
+    def path(self, which: str) -> Path:
+        """p4info/device_config as a path (relative ones from the repository)."""
+        p = Path(getattr(self, which))
+        return p if p.is_absolute() else REPO / p
+
+
+# -------------------------------------------------------------------- agents
+
+@dataclass(frozen=True)
+class FlowWindow:
+    """A long flow to ``dst`` that sends from ``start_s`` until ``stop_s``."""
+    dst: str
+    start_s: float
+    stop_s: float
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Flow sizes: fixed, or Pareto with a mean (and an optional cap)."""
+    fixed_bytes: int | None = None
+    pareto_shape: float = 1.2
+    mean_bytes: float = 30000.0
+    max_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What a sender sends (p4cc-host's workloads, docs/hosts.md).
+
+    kind ``long``: ``flows`` (one FlowWindow each); ``poisson``: open-loop
+    arrivals at ``load`` of ``link_bps`` to ``dsts`` with ``sizes``, at most
+    ``flows`` flows, no new flow after ``duration_s``; ``single``: one flow of
+    ``bytes`` to ``dsts[0]``; ``incast``: ``rounds`` flows of ``bytes`` to
+    ``dsts[0]``, ``interval_s`` apart; ``closed``: ``concurrency`` flows at
+    all times.
+    """
+    kind: str
+    flows: tuple[FlowWindow, ...] = ()
+    dsts: tuple[str, ...] = ()
+    load: float | None = None
+    link_bps: int | None = None
+    sizes: Sizes = field(default_factory=Sizes)
+    count: int | None = None
+    duration_s: float | None = None
+    bytes: int | None = None
+    rounds: int | None = None
+    interval_s: float | None = None
+    concurrency: int | None = None
+    think_s: float = 0.0
+    start_s: float = 0.0
+
+    KINDS = ("long", "poisson", "single", "incast", "closed")
+
+    def check(self, where: str, hosts) -> None:
+        if self.kind not in self.KINDS:
+            _fail(f"{where}.kind", f"unknown workload {self.kind!r} ({', '.join(self.KINDS)})")
+        dsts = [f.dst for f in self.flows] + list(self.dsts)
+        for d in dsts:
+            if d not in hosts:
+                _fail(where, f"destination {d!r} is not a host")
+        if self.kind == "long":
+            if not self.flows:
+                _fail(f"{where}.flows", "a long workload needs at least one flow")
+            for i, f in enumerate(self.flows):
+                _num(f.start_s, f"{where}.flows[{i}].start_s", 0)
+                if f.stop_s <= f.start_s:
+                    _fail(f"{where}.flows[{i}]", f"stop_s {f.stop_s} is not after start_s {f.start_s}")
+        else:
+            if not self.dsts:
+                _fail(f"{where}.dsts", f"a {self.kind} workload needs a destination")
+        if self.kind == "poisson":
+            _num(self.load, f"{where}.load", 0, 1, positive=True)
+            _num(self.link_bps, f"{where}.link_bps", integer=True, positive=True)
+        if self.kind in ("single", "incast"):
+            _num(self.bytes, f"{where}.bytes", integer=True, positive=True)
+        if self.kind == "closed":
+            _num(self.concurrency, f"{where}.concurrency", integer=True, positive=True)
+        if self.sizes.fixed_bytes is not None:
+            _num(self.sizes.fixed_bytes, f"{where}.sizes.fixed_bytes", integer=True, positive=True)
+        elif self.kind in ("poisson", "closed"):
+            _num(self.sizes.pareto_shape, f"{where}.sizes.pareto_shape", 1.0 + 1e-9)
+            _num(self.sizes.mean_bytes, f"{where}.sizes.mean_bytes", positive=True)
+
+    def end_s(self) -> float | None:
+        """When the last flow stops sending, where the workload fixes it
+        (long flows); open-ended workloads end with the arm."""
+        if self.kind == "long":
+            return max(f.stop_s for f in self.flows)
+        return None
+
+
+@dataclass(frozen=True)
+class Agent:
+    """One program on a host: a postcard collector, a receiver or a sender."""
+    host: str
+    role: str
+    datapath: str = "user"            #: "user": p4cc transport over UDP; "kernel": TCP sockets
+    cc: str | None = None             #: congestion control (senders; kernel receivers too)
+    cc_params: dict = field(default_factory=dict)
+    ecn: bool = True                  #: send ECT (user) / negotiate ECN (kernel)
+    workload: Workload | None = None
+    flow_id_base: int = 1
+    seed: int = 1
+    line_rate_bps: int | None = None  #: the bottleneck rate the algorithm is told
+    init_cwnd_pkts: int | None = None
+    out: str = ""                     #: folder in the arm's results (default: the host)
+
+    @property
+    def folder(self) -> str:
+        return self.out or self.host
+
+    def check(self, where: str, hosts) -> None:
+        if self.host not in hosts:
+            _fail(f"{where}.host", f"{self.host!r} is not a host of the topology")
+        if self.role not in ROLES:
+            _fail(f"{where}.role", f"{self.role!r} is not one of {', '.join(ROLES)}")
+        if self.datapath not in DATAPATHS:
+            _fail(f"{where}.datapath", f"{self.datapath!r} is not one of {', '.join(DATAPATHS)}")
+        if self.role == "sender":
+            if not self.cc:
+                _fail(f"{where}.cc", "a sender needs a congestion control")
+            if self.workload is None:
+                _fail(f"{where}.workload", "a sender needs a workload")
+            self.workload.check(f"{where}.workload", hosts)
+        if self.datapath == "kernel" and self.cc and self.cc not in KERNEL_CCS:
+            _fail(f"{where}.cc", f"kernel TCP has no {self.cc!r} here (kernel: "
+                  f"{', '.join(KERNEL_CCS)}; use datapath 'user' for p4cc's algorithms)")
+        for k, v in self.cc_params.items():
+            if not isinstance(k, str) or isinstance(v, (dict, list)):
+                _fail(f"{where}.cc_params", f"{k!r}: parameters are names with scalar values")
+
+
+# ------------------------------------------------------------ measurements
+
+@dataclass(frozen=True)
+class PortRef:
+    switch: str
+    port: int
+
+    def key(self) -> str:
+        return f"{self.switch}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Measure:
+    """Counters of ``ports`` are read after the warm-up and at the end;
+    ``queue`` is the port whose postcards the analysis plots (the
+    bottleneck), with the switch id the postcards carry."""
+    ports: tuple[PortRef, ...] = ()
+    queue: PortRef | None = None
+    queue_switch_id: int | None = None
+
+
+@dataclass(frozen=True)
+class Event:
+    """A switch setting that changes ``at_s`` seconds into the traffic:
+    ``set`` holds PortConfig fields (ecn_k_pkts, loss, rate_bps,
+    depth_pkts, delay_us)."""
+    at_s: float
+    switch: str
+    port: int
+    set: dict = field(default_factory=dict)
+
+    SETTABLE = ("ecn_k_pkts", "loss", "rate_bps", "depth_pkts", "delay_us")
+
+
+# ----------------------------------------------------------------- the plan
+
+@dataclass(frozen=True)
+class ArmPlan:
+    name: str
+    label: str
+    topology: dict                    #: Topology.to_dict(numeric=True)
+    switches: dict[str, SwitchConfig]
+    agents: tuple[Agent, ...]
+    duration_s: float
+    warmup_s: float = 0.0
+    measure: Measure = field(default_factory=Measure)
+    events: tuple[Event, ...] = ()
+    #: facts about the arm the analysis uses (protocol, N, load...)
+    settings: dict = field(default_factory=dict)
+
+    def topo(self) -> Topology:
+        return Topology.from_dict(self.topology, source=f"plan arm {self.name}")
+
+    def kernel_ccs(self) -> set[str]:
+        """Kernel congestion controls the arm's agents set on their sockets."""
+        return {a.cc for a in self.agents if a.datapath == "kernel" and a.cc}
+
+    def senders(self) -> list[Agent]:
+        return [a for a in self.agents if a.role == "sender"]
+
+    def collector(self) -> Agent | None:
+        return next((a for a in self.agents if a.role == "collector"), None)
+
+    def end_s(self) -> float:
+        """When the traffic is over: the duration, or later if a workload says."""
+        ends = [a.workload.end_s() for a in self.senders() if a.workload]
+        return max([self.duration_s] + [e for e in ends if e is not None])
+
+    def check(self) -> None:
+        where = f"arms.{self.name}"
+        try:
+            topo = self.topo()
+        except TopologyError as e:
+            raise PlanError(f"{where}.topology: {e}") from None
+        _num(self.duration_s, f"{where}.duration_s", positive=True)
+        _num(self.warmup_s, f"{where}.warmup_s", 0)
+        if self.warmup_s >= self.duration_s:
+            _fail(f"{where}.warmup_s", f"{self.warmup_s} is not shorter than the duration "
+                  f"{self.duration_s}")
+        if set(self.switches) != set(topo.switches):
+            _fail(f"{where}.switches", f"configures {sorted(self.switches)} but the topology "
+                  f"has {sorted(topo.switches)}")
+        for sw in self.switches.values():
+            sw.check()
+        for i, a in enumerate(self.agents):
+            a.check(f"{where}.agents[{i}]", topo.hosts)
+        for r in self.measure.ports + ((self.measure.queue,) if self.measure.queue else ()):
+            if r.switch not in self.switches or r.port not in self.switches[r.switch].ports:
+                _fail(f"{where}.measure", f"{r.key()} is not a switch port")
+        for i, e in enumerate(self.events):
+            _num(e.at_s, f"{where}.events[{i}].at_s", 0, self.end_s())
+            if e.switch not in self.switches or e.port not in self.switches[e.switch].ports:
+                _fail(f"{where}.events[{i}]", f"{e.switch}:{e.port} is not a switch port")
+            bad = set(e.set) - set(Event.SETTABLE)
+            if bad or not e.set:
+                _fail(f"{where}.events[{i}].set", f"settable: {', '.join(Event.SETTABLE)}")
+
+
+@dataclass(frozen=True)
+class Plan:
+    experiment: str
+    title: str
+    source: str
+    description: str
+    params: dict
+    seed: int
+    arms: tuple[ArmPlan, ...]
+    scale: str = "default"
+
+    def arm(self, name: str) -> ArmPlan:
+        for a in self.arms:
+            if a.name == name:
+                return a
+        raise PlanError(f"no arm {name!r} in the plan (arms: {', '.join(a.name for a in self.arms)})")
+
+    def check(self) -> "Plan":
+        if not self.arms:
+            raise PlanError("arms: a plan needs at least one arm")
+        names = [a.name for a in self.arms]
+        if len(set(names)) != len(names):
+            raise PlanError(f"arms: duplicate names in {names}")
+        for a in self.arms:
+            a.check()
+        return self
+
+    # -- JSON ---------------------------------------------------------------
+    def to_json(self) -> dict:
+        return {"schema": SCHEMA, "version": VERSION, **_plain(self)}
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=1, sort_keys=False) + "\n"
+
+    def write(self, path: Path) -> Path:
+        path = Path(path)
+        path.write_text(self.dumps())
+        return path
+
+    @classmethod
+    def from_json(cls, data: Any, source: str = "plan") -> "Plan":
+        if not isinstance(data, dict):
+            raise PlanError(f"{source}: a plan is a JSON object")
+        if data.get("schema") != SCHEMA:
+            raise PlanError(f"{source}: not a p4cc plan (schema {data.get('schema')!r}, "
+                            f"expected {SCHEMA!r})")
+        if data.get("version") != VERSION:
+            raise PlanError(f"{source}: plan version {data.get('version')!r}; this p4cc reads "
+                            f"version {VERSION}")
+        body = {k: v for k, v in data.items() if k not in ("schema", "version")}
+        return _build(cls, body, "plan").check()
+
+    @classmethod
+    def load(cls, path) -> "Plan":
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text())
+        except OSError as e:
+            raise PlanError(f"cannot read {path}: {e.strerror}") from None
+        except ValueError as e:
+            raise PlanError(f"{path}: not JSON: {e}") from None
+        return cls.from_json(data, str(path))
+
+
+def _plain(obj):
+    """Dataclasses → dicts with JSON keys (int dict keys become strings)."""
+    if is_dataclass(obj):
+        return {f.name: _plain(getattr(obj, f.name)) for f in fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+# Which field holds which nested type, for reading a plan back.
+_NESTED: dict[type, dict[str, Any]] = {
+    Plan: {"arms": ("tuple", ArmPlan)},
+    ArmPlan: {"switches": ("dict_str", SwitchConfig), "agents": ("tuple", Agent),
+              "measure": ("one", Measure), "events": ("tuple", Event)},
+    SwitchConfig: {"routes": ("tuple", Route), "ports": ("dict_int", PortConfig),
+                   "postcards": ("one", Postcards)},
+    Agent: {"workload": ("one", Workload)},
+    Workload: {"flows": ("tuple", FlowWindow), "sizes": ("one", Sizes), "dsts": ("tuple", str)},
+    Measure: {"ports": ("tuple", PortRef), "queue": ("one", PortRef)},
+}
+
+
+def _build(cls, data, where: str):
+    if not isinstance(data, dict):
+        _fail(where, f"expected an object for {cls.__name__}")
+    known = {f.name: f for f in fields(cls)}
+    unknown = set(data) - set(known)
+    if unknown:
+        _fail(where, f"unknown field(s) {', '.join(sorted(unknown))} "
+              f"(known: {', '.join(known)})")
+    kw = {}
+    nested = _NESTED.get(cls, {})
+    for name, raw in data.items():
+        spec = nested.get(name)
+        sub = f"{where}.{name}"
+        if spec is None or raw is None:
+            kw[name] = raw
+            continue
+        how, typ = spec
+        if how == "one":
+            kw[name] = _build(typ, raw, sub)
+        elif how == "tuple":
+            if not isinstance(raw, list):
+                _fail(sub, "expected a list")
+            kw[name] = tuple(v if typ is str else _build(typ, v, f"{sub}[{i}]")
+                             for i, v in enumerate(raw))
+        elif how in ("dict_str", "dict_int"):
+            if not isinstance(raw, dict):
+                _fail(sub, "expected an object")
+            out = {}
+            for k, v in raw.items():
+                key = k
+                if how == "dict_int":
+                    try:
+                        key = int(k)
+                    except ValueError:
+                        _fail(f"{sub}.{k}", "a port number is expected as the key")
+                out[key] = _build(typ, v, f"{sub}.{k}")
+            kw[name] = out
+    missing = [f.name for f in fields(cls) if f.name not in kw
+               and f.default is MISSING and f.default_factory is MISSING]
+    if missing:
+        _fail(where, f"missing field(s) {', '.join(missing)}")
+    try:
+        return cls(**kw)
+    except TypeError as e:
+        _fail(where, str(e))
+
+
+# ----------------------------------------------------- from a topology
+
+def switch_ip(switch_id: int) -> str:
+    """The source address of a switch's own packets (postcards):
+    169.254.128.0 + id, outside every host's address and the gateway's."""
+    import ipaddress
+    return str(ipaddress.IPv4Address("169.254.128.0") + switch_id)
+
+
+def switch_configs(topo: Topology, postcard_one_in_n: int = 1,
+                   loss_in: str = "target") -> dict[str, SwitchConfig]:
+    """Per switch what the controller applies, from the topology alone.
+
+    Delay: a switch can only delay what it sends. A switch-switch link gets
+    its one-way delay on both ends' egress; a host link is folded onto the
+    switch's egress towards the host as *twice* the one-way delay, so every
+    round trip crosses exactly the sum of its links' delays both ways (the
+    RTT is exact; one direction carries the whole host-link delay).
+    """
+    out = {}
+    for name, sw in topo.switches.items():
+        ports = {}
+        for port, l in topo.switch_links(name):
+            other = l.other(name)
+            host_link = other.node in topo.hosts
+            ports[port] = PortConfig(
+                port=port, peer=other.node, peer_port=other.port, rate_bps=l.rate_bps,
+                delay_us=(2 if host_link else 1) * l.delay_us,
+                loss=l.loss.get(name, 0.0), depth_pkts=l.buffer_pkts.get(name),
+                ecn_k_pkts=l.ecn_k_pkts.get(name))
+        routes = tuple(Route(f"{topo.hosts[h].ip}/32", port, mac, h)
+                       for h, (port, mac) in sorted(topo.next_hops(name).items()))
+        postcards = None
+        if topo.collector:
+            port, mac = topo.next_hops(name)[topo.collector]
+            postcards = Postcards(port=port, collector_ip=topo.hosts[topo.collector].ip,
+                                  collector_mac=mac, switch_ip=switch_ip(sw.id),
+                                  one_in_n=postcard_one_in_n)
+        out[name] = SwitchConfig(name=name, device_id=sw.id, switch_id=sw.id, routes=routes,
+                                 ports=ports, postcards=postcards, loss_in=loss_in)
+    return out
+
+
+def gateway_mac(topo: Topology, host: str) -> str:
+    """The MAC a host addresses its frames to: its switch port's."""
+    att = topo.attachment(host)
+    return port_mac(topo.switches[att.node].id, att.port)
+
+
+def port_towards(topo: Topology, host: str) -> PortRef:
+    """The switch port that sends to ``host`` (its queue is ``host``'s)."""
+    att = topo.attachment(host)
+    return PortRef(att.node, att.port)
+
+
+def port_between(topo: Topology, a: str, b: str) -> PortRef:
+    """The port of switch ``a`` on its link to switch ``b``."""
+    for port, l in topo.switch_links(a):
+        if l.other(a).node == b:
+            return PortRef(a, port)
+    raise PlanError(f"no link between {a} and {b}")
+
+
+def collector_agent(topo: Topology) -> list[Agent]:
+    return [Agent(topo.collector, "collector")] if topo.collector else []
+
+
+def plain(obj) -> Any:
+    """A dataclass of this module as JSON-able data."""
+    return _plain(obj)
+
+
+__all__ = ["SCHEMA", "VERSION", "PlanError", "Plan", "ArmPlan", "SwitchConfig", "PortConfig",
+           "Route", "Postcards", "Agent", "Workload", "FlowWindow", "Sizes", "Measure",
+           "PortRef", "Event", "switch_configs", "check_link_model", "LINK_MODEL", "switch_ip", "port_towards", "port_between",
+           "collector_agent", "gateway_mac", "plain", "asdict", "COLLECTOR_UDP_PORT"]
