@@ -634,8 +634,12 @@ impl FlowSender {
         if newly > 0 {
             self.last_progress_ns = now_ns;
             self.backoff = 1;
-            if self.segs.is_empty() && self.final_size.is_none() {
-                // a long flow with nothing outstanding: nothing to time out
+            // Nothing outstanding and more data to come: nothing to time
+            // out (the next send arms the timer). An RTO here would fire
+            // between paced packets at rates whose gap exceeds it and
+            // reset the pacer, so slow flows would send every RTO.
+            let awaiting_completion = self.final_size.is_some_and(|sz| self.snd_nxt >= sz);
+            if self.segs.is_empty() && !awaiting_completion {
                 self.rto_deadline = None;
             } else {
                 self.arm_rto(now_ns);
