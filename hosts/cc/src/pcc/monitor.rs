@@ -371,15 +371,9 @@ impl Monitor {
 mod tests {
     use super::*;
 
+    /// The defaults: 1 srtt, 10..3000 packets, 4 samples; 10 ms, 1000 B.
     fn monitor() -> Monitor {
-        Monitor::new(MiTiming {
-            rtt_mult: 1.0,
-            min_pkts: 10.0,
-            max_pkts: 3000.0,
-            min_rtt_samples: 4,
-            init_rtt_ns: 10e6,
-            mss: 1000.0,
-        })
+        Monitor::new(super::super::control::tests::common().timing)
     }
 
     fn ack(now_ns: u64, rtt_ns: u64) -> AckSample {
