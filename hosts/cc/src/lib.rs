@@ -72,6 +72,17 @@ pub trait CongestionControl: Send {
     fn on_loss(&mut self, now_ns: u64, lost_bytes: u64);
     /// Retransmission timeout fired.
     fn on_rto(&mut self, now_ns: u64);
+    /// One transmission newly delivered, named by its send time (the
+    /// `now_ns` of the `on_send` that sent it). Called for each packet an
+    /// ACK settles, before that ACK's `on_ack`, so algorithms that account
+    /// per interval of sending (PCC's monitor intervals) charge delivery to
+    /// the interval that sent the packet, not to the one running when the
+    /// ACK arrives. Default: ignored.
+    fn on_packet_acked(&mut self, _now_ns: u64, _sent_ns: u64, _bytes: u64) {}
+    /// One transmission newly declared lost (SACK/RACK detection or RTO),
+    /// named by its send time; called before the matching `on_loss` /
+    /// `on_rto`. Default: ignored.
+    fn on_packet_lost(&mut self, _now_ns: u64, _sent_ns: u64, _bytes: u64) {}
     /// Called periodically (at least every millisecond while a flow is
     /// active) for algorithms with timers or monitor intervals.
     fn on_tick(&mut self, _now_ns: u64) {}

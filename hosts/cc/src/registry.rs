@@ -2,8 +2,6 @@
 //! algorithms exist, what they take, and how to build them.
 
 use crate::params::{AlgoInfo, ParamInfo, Params};
-use crate::pcc::allegro::Allegro;
-use crate::pcc::vivace::Vivace;
 use crate::timely::{Signal, Timely};
 use crate::{cubic, dctcp, pcc, reno, timely, vegas};
 use crate::{CcError, CongestionControl, PathInfo};
@@ -60,8 +58,8 @@ pub fn by_name(name: &str, params: &[(String, String)], path: &PathInfo) -> Resu
         "timely" => Box::new(Timely::from_params(Signal::Rtt, &p, path)?),
         "oracle-timely" => Box::new(Timely::from_params(Signal::QueueDepth, &p, path)?),
         "vegas" => Box::new(vegas::Vegas::from_params(&p, path)?),
-        "pcc-allegro" => Box::new(Allegro::from_params(&p, path)?),
-        "pcc-vivace" => Box::new(Vivace::from_params(&p, path)?),
+        "pcc-allegro" => Box::new(pcc::allegro::from_params(&p, path)?),
+        "pcc-vivace" => Box::new(pcc::vivace::from_params(&p, path)?),
         _ => return Err(CcError::UnknownAlgorithm(name.to_string())),
     })
 }

@@ -550,13 +550,16 @@ impl FlowSender {
     }
 
     /// Marks the segment at index `i` delivered (cum-acked or SACKed);
-    /// returns its length if it was not delivered before.
-    fn deliver(&mut self, i: usize) -> u64 {
+    /// returns its length if it was not delivered before. The algorithm
+    /// hears of it by send time, so interval-based algorithms can charge it
+    /// to the interval that sent it.
+    fn deliver(&mut self, now_ns: u64, i: usize) -> u64 {
         let s = &mut self.segs[i];
         if s.sacked {
             return 0;
         }
         s.sacked = true;
+        self.cc.on_packet_acked(now_ns, s.sent_ns, s.len as u64);
         if s.in_flight {
             s.in_flight = false;
             self.inflight -= s.len as u64;
@@ -589,7 +592,7 @@ impl FlowSender {
                 break;
             }
             let was_sacked = front.sacked;
-            let n = self.deliver(0);
+            let n = self.deliver(now_ns, 0);
             if n > 0 {
                 newly += n;
                 pkts += 1;
@@ -610,7 +613,7 @@ impl FlowSender {
             }
             let mut i = self.segs.partition_point(|s| s.seq < start);
             while i < self.segs.len() && self.segs[i].seq + self.segs[i].len as u64 <= b.end {
-                let n = self.deliver(i);
+                let n = self.deliver(now_ns, i);
                 if n > 0 {
                     newly += n;
                     pkts += 1;
@@ -631,8 +634,12 @@ impl FlowSender {
         if newly > 0 {
             self.last_progress_ns = now_ns;
             self.backoff = 1;
-            if self.segs.is_empty() && self.final_size.is_none() {
-                // a long flow with nothing outstanding: nothing to time out
+            // Nothing outstanding and more data to come: nothing to time
+            // out (the next send arms the timer). An RTO here would fire
+            // between paced packets at rates whose gap exceeds it and
+            // reset the pacer, so slow flows would send every RTO.
+            let awaiting_completion = self.final_size.is_some_and(|sz| self.snd_nxt >= sz);
+            if self.segs.is_empty() && !awaiting_completion {
                 self.rto_deadline = None;
             } else {
                 self.arm_rto(now_ns);
@@ -643,7 +650,7 @@ impl FlowSender {
         }
 
         // loss detection
-        let lost = self.detect_losses();
+        let lost = self.detect_losses(now_ns);
 
         // ECN: cumulative CE byte counter, attributed to acked bytes
         if ack.ce_bytes > self.last_ce_bytes {
@@ -703,7 +710,7 @@ impl FlowSender {
     /// SACKed segments above it, or any segment sent more than a reordering
     /// window before the newest delivered transmission (RACK). Returns the
     /// bytes newly marked lost.
-    fn detect_losses(&mut self) -> u64 {
+    fn detect_losses(&mut self, now_ns: u64) -> u64 {
         if self.sacked_segs == 0 || self.segs.is_empty() {
             return 0;
         }
@@ -728,6 +735,7 @@ impl FlowSender {
                 self.inflight -= s.len as u64;
                 self.lost_queue.insert(s.seq);
                 lost += s.len as u64;
+                self.cc.on_packet_lost(now_ns, s.sent_ns, s.len as u64);
             }
         }
         lost
@@ -774,6 +782,7 @@ impl FlowSender {
                 }
                 s.lost = true;
                 self.lost_queue.insert(s.seq);
+                self.cc.on_packet_lost(now_ns, s.sent_ns, s.len as u64);
             }
         }
         if self.segs.is_empty() && self.final_size.is_some() {

@@ -638,3 +638,139 @@ fn receiver_survives_garbage() {
         }
     }
 }
+
+/// Paces at a fixed rate and books every packet event by "interval" (a
+/// fixed-length slice of send time), as PCC's monitor intervals do.
+struct IntervalBook {
+    rate: u64,
+    interval_ns: u64,
+    book: Arc<Mutex<Book>>,
+}
+#[derive(Default, Debug)]
+struct Book {
+    /// Send times of every transmission.
+    sent: Vec<u64>,
+    acked: Vec<u64>,
+    lost: Vec<u64>,
+    /// Per interval: (sent, acked, lost) bytes.
+    per: std::collections::BTreeMap<u64, (u64, u64, u64)>,
+    /// Fates that arrived while a later interval was sending.
+    late: u64,
+}
+impl IntervalBook {
+    fn new(rate: u64, interval_ns: u64) -> (Box<dyn CongestionControl>, Arc<Mutex<Book>>) {
+        let book = Arc::new(Mutex::new(Book::default()));
+        (Box::new(IntervalBook { rate, interval_ns, book: book.clone() }), book)
+    }
+}
+impl CongestionControl for IntervalBook {
+    fn name(&self) -> &'static str {
+        "test-interval-book"
+    }
+    fn on_send(&mut self, now: u64, bytes: u64) {
+        let mut b = self.book.lock().unwrap();
+        b.sent.push(now);
+        b.per.entry(now / self.interval_ns).or_default().0 += bytes;
+    }
+    fn on_packet_acked(&mut self, now: u64, sent_ns: u64, bytes: u64) {
+        let mut b = self.book.lock().unwrap();
+        b.acked.push(sent_ns);
+        b.late += u64::from(now / self.interval_ns > sent_ns / self.interval_ns);
+        b.per.entry(sent_ns / self.interval_ns).or_default().1 += bytes;
+    }
+    fn on_packet_lost(&mut self, _now: u64, sent_ns: u64, bytes: u64) {
+        let mut b = self.book.lock().unwrap();
+        b.lost.push(sent_ns);
+        b.per.entry(sent_ns / self.interval_ns).or_default().2 += bytes;
+    }
+    fn on_ack(&mut self, _: &AckSample) {}
+    fn on_loss(&mut self, _: u64, _: u64) {}
+    fn on_rto(&mut self, _: u64) {}
+    fn cwnd_bytes(&self) -> Option<u64> {
+        None
+    }
+    fn pacing_rate_bps(&self) -> Option<u64> {
+        Some(self.rate)
+    }
+}
+
+#[test]
+fn every_transmission_is_settled_once_in_the_interval_that_sent_it() {
+    // 20 Mbit/s, 2 ms intervals, RTT ~1 ms + jitter: ACKs of one interval
+    // keep arriving while the next one sends.
+    for seed in 1..=4u64 {
+        let (cc, book) = IntervalBook::new(20_000_000, 2_000_000);
+        let s = FlowSender::new(1, seed, FlowSize::Bytes(1_500_000), cc, cfg(1200), 0);
+        let net = Net { delay_ns: 500_000, jitter_ns: 300_000, data_loss: 0.05, ..Default::default() };
+        let o = simulate(vec![s], net, ReceiverConfig::default(), seed, 60_000_000_000);
+        assert_complete(&o, &[1_500_000]);
+        let b = book.lock().unwrap();
+        assert!(b.late > 100, "seed {seed}: the test must exercise late fates ({})", b.late);
+        // Each fate names a real transmission, each transmission has a fate.
+        let sent: std::collections::BTreeSet<u64> = b.sent.iter().copied().collect();
+        assert_eq!(sent.len(), b.sent.len(), "send times name transmissions uniquely here");
+        let mut settled: Vec<u64> = b.acked.iter().chain(&b.lost).copied().collect();
+        settled.sort_unstable();
+        assert!(settled.iter().all(|t| sent.contains(t)));
+        let fates: std::collections::BTreeSet<u64> = settled.iter().copied().collect();
+        assert_eq!(fates, sent, "seed {seed}: every transmission settled");
+        assert_eq!(b.acked.iter().collect::<std::collections::BTreeSet<_>>().len(), b.acked.len(), "acked once");
+        assert!(!b.lost.is_empty());
+        // Per interval, acked + lost covers what was sent (a spurious loss
+        // may count a packet twice, never zero times).
+        for (i, &(sent, acked, lost)) in &b.per {
+            assert!(acked + lost >= sent, "seed {seed}: interval {i}: sent {sent} acked {acked} lost {lost}");
+        }
+        let acked: u64 = b.per.values().map(|v| v.1).sum();
+        assert_eq!(acked, 1_500_000);
+    }
+}
+
+#[test]
+fn an_interval_whose_packets_are_all_lost_hears_of_each_one() {
+    // Nothing gets through after the first 20 packets: the RTO declares
+    // every outstanding transmission lost, one report per transmission.
+    let (cc, book) = IntervalBook::new(10_000_000, 5_000_000);
+    let s = FlowSender::new(1, 3, FlowSize::Bytes(200_000), cc, cfg(1000), 0);
+    let net = Net { drop_tail_from: Some(20_000), receiver_dies_ns: Some(15_000_000), ..Default::default() };
+    let o = simulate(vec![s], net, ReceiverConfig::default(), 1, 30_000_000_000);
+    assert!(o.senders[0].is_done());
+    let b = book.lock().unwrap();
+    let acked: std::collections::BTreeSet<u64> = b.acked.iter().copied().collect();
+    let lost: std::collections::BTreeSet<u64> = b.lost.iter().copied().collect();
+    assert_eq!(lost.len(), b.lost.len(), "each transmission reported lost once");
+    // Transmissions after the last RTO are still out when the flow gives up.
+    let last_rto_round = lost.iter().max().copied().unwrap_or(0);
+    for t in b.sent.iter().filter(|&&t| t <= last_rto_round) {
+        assert!(acked.contains(t) || lost.contains(t), "transmission at {t} never settled");
+    }
+    // Intervals after the black hole see only losses, each of its packets
+    // (up to the last RTO round, still out when the flow gives up).
+    let dark: Vec<(u64, (u64, u64, u64))> = b
+        .per
+        .iter()
+        .filter(|(i, v)| v.0 > 0 && v.1 == 0 && (*i + 1) * 5_000_000 <= last_rto_round)
+        .map(|(i, v)| (*i, *v))
+        .collect();
+    assert!(dark.len() > 2, "{dark:?}");
+    for (i, (sent, _, lost)) in &dark {
+        assert!(lost >= sent, "interval {i}: sent {sent} lost {lost}");
+    }
+}
+
+#[test]
+fn pacing_is_exact_at_small_rates() {
+    // PCC's floor and a newcomer's first rates are a few hundred kbit/s:
+    // the pacer must hold them (1420-byte datagrams).
+    for rate in [100_000u64, 500_000, 2_000_000] {
+        let (cc, _) = FixedWindow::rate(rate);
+        let s = FlowSender::new(1, 5, FlowSize::Bytes(40 * 1336), cc, cfg(1336), 0);
+        let o = simulate(vec![s], Net::default(), ReceiverConfig::default(), 3, 100_000_000_000);
+        assert_complete(&o, &[40 * 1336]);
+        let want = 1420 * 8 * 1_000_000_000 / rate;
+        assert!(o.paced_gaps.len() >= 38);
+        for &(target, got) in &o.paced_gaps {
+            assert_eq!((target, got), (want, want), "rate {rate}");
+        }
+    }
+}

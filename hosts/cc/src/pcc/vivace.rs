@@ -1,367 +1,258 @@
 //! PCC Vivace (Dong et al., "PCC Vivace: Online-Learning Congestion
-//! Control", NSDI 2018).
+//! Control", NSDI 2018), on the shared controller ([`super::control`]) with
+//! the latency-aware utility ([`super::utility::VivaceUtility`]).
 //!
-//! Utility (paper, "Vivace-Latency"):
-//! `u(x) = x^t − b·x·dRTT/dT − c·x·L`, x the sending rate in Mbit/s,
-//! dRTT/dT the (dimensionless) RTT gradient over the MI, L the loss rate;
-//! t = 0.9, b = 900, c = 11.35.
-//!
-//! Rate control (paper): after a doubling start, each decision probes
-//! r(1+ε) and r(1−ε) (ε = 0.05) and estimates the utility gradient
-//! `γ = (u+ − u−) / (2εr)`; the rate moves by `Δr = m(τ)·θ0·γ`, where the
-//! confidence amplifier m grows with the number τ of consecutive decisions
-//! in the same direction, and `|Δr|` is bounded by the dynamic change
-//! boundary `ω·r`, `ω = ω0 + k·δ`, k counting consecutive times the bound
-//! was hit.
+//! Moving rule, as PCC-Uspace's `PccVivaceSender` (`src/pcc/
+//! pcc_vivace_sender.cpp`) does gradient ascent:
+//! * after an agreeing trial around `r`, go to the winning trial rate
+//!   `r(1+dε)` and on by `Δ = θ0·γ`, γ the utility gradient the trial
+//!   measured (`ComputeRateChange`, PROBING: mean utility gap of the
+//!   agreeing pairs over the rate gap `2εr`);
+//! * every later scored MI is compared with the previous one: while utility
+//!   moves with the rate in direction d, step again by
+//!   `Δ = θ0·γ·m(τ)`, γ from these two MIs, with the confidence amplifier
+//!   `m(τ) = ⌊(τ+1)/2⌋^1.2` for τ consecutive steps
+//!   (`kRateChangeAmplifyExponent`); otherwise step back by the
+//!   unamplified Δ and probe there (`EnterProbing`);
+//! * the dynamic change boundary: `Δ ≤ r·(ω0 + k·δ)`; a step that hits it
+//!   is clipped and raises k by one, a step within it lowers k by one, and
+//!   probing resets k (`kInitialMaxStepSize`, `kIncrementalStepSize`);
+//! * no step is smaller than `min_step_mbps` (`kMinRateChange`).
 
 use std::collections::BTreeMap;
 
-use super::monitor::{MiStats, Monitor};
-use super::{pcc_param_table, CommonParams, Pcc, RateControl, Rct, Rng, Startup, Tags};
+use super::control::{Controller, Move, Mover, RctOutcome};
+use super::monitor::Monitor;
+use super::utility::VivaceUtility;
+use super::{pcc_param_table, CommonParams, Pcc};
 use crate::params::{ParamInfo, Params};
 use crate::{CcError, PathInfo};
 
 pub(crate) const PARAMS: &[ParamInfo] = pcc_param_table![
-    ParamInfo { name: "exponent", default: "0.9", doc: "throughput exponent t in x^t (paper: 0.9)" },
-    ParamInfo { name: "latency_coef", default: "900", doc: "latency-gradient penalty b (paper: 900)" },
-    ParamInfo { name: "loss_coef", default: "11.35", doc: "loss penalty c (paper: 11.35)" },
-    ParamInfo { name: "eps", default: "0.05", doc: "probing step ε: trials at r(1±ε) (paper: 0.05)" },
-    ParamInfo { name: "theta0", default: "1", doc: "initial conversion factor θ0 from utility gradient to rate change, Mbit/s per (utility per Mbit/s)" },
-    ParamInfo { name: "amp_step", default: "1", doc: "confidence amplifier m(τ) = 1 + (τ−1)·amp_step for τ consecutive same-direction steps (1: m(τ)=τ; PCC-Uspace's code amounts to 0.1)" },
-    ParamInfo { name: "omega0", default: "0.05", doc: "initial dynamic change boundary ω0, fraction of the rate (paper: 0.05)" },
-    ParamInfo { name: "omega_delta", default: "0.1", doc: "boundary increment δ each consecutive time the bound is hit (paper: 0.1)" },
+    ParamInfo { name: "exponent", default: "0.9", doc: "throughput exponent t in x^t (paper, PCC-Uspace: 0.9)" },
+    ParamInfo { name: "latency_coef", default: "900", doc: "latency-gradient penalty b (paper, PCC-Uspace: 900)" },
+    ParamInfo { name: "loss_coef", default: "11.35", doc: "loss penalty c (paper, PCC-Uspace: 11.35)" },
+    ParamInfo { name: "eps", default: "0.05", doc: "probing step ε: trials at r(1±ε) (paper, PCC-Uspace: 0.05)" },
+    ParamInfo { name: "theta0", default: "1", doc: "rate change per unit utility gradient θ0, Mbit/s per (utility per Mbit/s) (PCC-Uspace: 1)" },
+    ParamInfo { name: "amp_exponent", default: "1.2", doc: "confidence amplifier m(τ) = floor((τ+1)/2)^amp_exponent after τ same-direction steps (PCC-Uspace: 1.2)" },
+    ParamInfo { name: "omega0", default: "0.05", doc: "initial dynamic change boundary ω0, fraction of the rate (paper, PCC-Uspace: 0.05)" },
+    ParamInfo { name: "omega_delta", default: "0.05", doc: "boundary increment δ each time a step hits the boundary (PCC-Uspace: 0.05; paper: 0.1)" },
+    ParamInfo { name: "min_step_mbps", default: "0.5", doc: "smallest rate change, Mbit/s (PCC-Uspace: 500 kbit/s)" },
 ];
 
-/// Vivace-Latency utility; `rate_mbps` in Mbit/s.
-pub fn utility(rate_mbps: f64, rtt_gradient: f64, loss: f64, t: f64, b: f64, c: f64) -> f64 {
-    rate_mbps.max(0.0).powf(t) - b * rate_mbps * rtt_gradient - c * rate_mbps * loss
-}
-
 #[derive(Debug, Clone, PartialEq)]
-pub struct VivaceParams {
-    pub common: CommonParams,
-    pub exponent: f64,
-    pub latency_coef: f64,
-    pub loss_coef: f64,
+pub struct VivaceSteps {
     pub eps: f64,
     pub theta0: f64,
-    pub amp_step: f64,
+    pub amp_exponent: f64,
     pub omega0: f64,
     pub omega_delta: f64,
+    pub min_step_mbps: f64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Tag {
-    Start,
-    Trial,
-    Hold,
-}
-
+/// Vivace's moving rule.
 #[derive(Debug, Clone)]
-enum Phase {
-    Starting(Startup),
-    Probing(Rct),
-}
-
-#[derive(Debug, Clone)]
-pub struct Vivace {
-    p: VivaceParams,
-    rng: Rng,
-    rate: f64,
-    phase: Phase,
-    tags: Tags<Tag>,
-    /// Consecutive decisions in the same direction (confidence amplifier).
-    tau: u32,
-    last_dir: f64,
-    /// Consecutive times the change boundary was hit.
+pub struct VivaceMover {
+    pub p: VivaceSteps,
+    dir: f64,
+    /// τ: consecutive steps in direction `dir`.
+    rounds: u32,
+    /// Boundary allowance k.
     k: u32,
-    last_gradient: f64,
+    /// (rate bits/s, utility) of the previous scored MI.
+    last: (f64, f64),
     last_step_mbps: f64,
-    last_utility: f64,
 }
 
-impl Vivace {
-    pub fn new(p: VivaceParams) -> Self {
-        Vivace {
-            rng: Rng::new(p.common.seed),
-            rate: p.common.init_rate_bps,
-            phase: Phase::Starting(Startup::default()),
-            tags: Tags::default(),
-            tau: 0,
-            last_dir: 0.0,
-            k: 0,
-            last_gradient: 0.0,
-            last_step_mbps: 0.0,
-            last_utility: 0.0,
-            p,
-        }
-    }
-
-    pub(crate) fn from_params(p: &Params, path: &PathInfo) -> Result<Pcc<Vivace>, CcError> {
-        let vp = VivaceParams {
-            common: CommonParams::from_params(p, path)?,
-            exponent: p.f64_in("exponent", 0.01, 0.999)?,
-            latency_coef: p.f64_in("latency_coef", 0.0, 1e9)?,
-            loss_coef: p.f64_in("loss_coef", 0.0, 1e9)?,
-            eps: p.f64_in("eps", 1e-6, 0.5)?,
-            theta0: p.f64_in("theta0", 1e-9, 1e9)?,
-            amp_step: p.f64_in("amp_step", 0.0, 1e3)?,
-            omega0: p.f64_in("omega0", 1e-6, 1.0)?,
-            omega_delta: p.f64_in("omega_delta", 0.0, 10.0)?,
-        };
-        let mon = Monitor::new(vp.common.timing.clone());
-        Ok(Pcc::new(Vivace::new(vp), mon))
-    }
-
-    pub fn rate(&self) -> f64 {
-        self.rate
-    }
-    pub fn tau(&self) -> u32 {
-        self.tau
+impl VivaceMover {
+    pub fn new(p: VivaceSteps) -> Self {
+        VivaceMover { p, dir: 0.0, rounds: 0, k: 0, last: (0.0, 0.0), last_step_mbps: 0.0 }
     }
     pub fn k(&self) -> u32 {
         self.k
     }
-    pub fn is_starting(&self) -> bool {
-        matches!(self.phase, Phase::Starting(_))
+    pub fn rounds(&self) -> u32 {
+        self.rounds
     }
 
-    fn probe(&mut self) {
-        self.tags.bump();
-        self.phase = Phase::Probing(Rct::new(self.rate, self.p.eps, self.p.common.pairs, &mut self.rng));
+    /// `m(τ) = ⌊(τ+1)/2⌋^e` (integer division in the reference).
+    fn amplifier(&self) -> f64 {
+        f64::from(self.rounds.saturating_add(1) / 2).powf(self.p.amp_exponent)
     }
 
-    /// Gradient ascent step from utility gradient `gamma` (utility per
-    /// Mbit/s): amplified by confidence, bounded by the change boundary.
-    fn step(&mut self, gamma: f64) {
-        if !gamma.is_finite() || gamma == 0.0 {
-            return;
-        }
-        let dir = gamma.signum();
-        if dir == self.last_dir {
-            self.tau = self.tau.saturating_add(1);
-        } else {
-            // A direction change resets both confidence and the boundary.
-            self.tau = 1;
-            self.k = 0;
-        }
-        self.last_dir = dir;
-        let base = self.rate / 1e6;
-        // Confidence amplifier m(τ), non-decreasing in τ, m(1) = 1.
-        let m = 1.0 + f64::from(self.tau.saturating_sub(1)) * self.p.amp_step;
-        let mut step = m * self.p.theta0 * gamma;
-        let omega = self.p.omega0 + f64::from(self.k) * self.p.omega_delta;
-        if step.abs() > omega * base {
-            step = dir * omega * base;
+    /// Bounds a change (Mbit/s) at rate `rate_mbps` and updates k.
+    fn bounded(&mut self, change: f64, rate_mbps: f64) -> f64 {
+        let bound = rate_mbps * (self.p.omega0 + self.p.omega_delta * f64::from(self.k));
+        let change = if change > bound {
             self.k = self.k.saturating_add(1);
-        } else if step.abs() <= self.p.omega0 * base || self.p.omega_delta <= 0.0 {
-            self.k = 0;
+            bound
         } else {
-            // Shrink the boundary back to the smallest one that admits
-            // this step.
-            let need = ((step.abs() / base - self.p.omega0) / self.p.omega_delta - 1e-9).ceil();
-            self.k = need.clamp(0.0, f64::from(self.k)) as u32;
-        }
-        self.last_gradient = gamma;
-        self.last_step_mbps = step;
-        self.rate = self.p.common.clamp((base + step) * 1e6);
-    }
-
-    /// Utility of MI `id`, sent at `rate` (None = MI had no feedback).
-    pub fn on_utility(&mut self, id: u64, rate: f64, u: Option<f64>) {
-        let Some(tag) = self.tags.take(id) else { return };
-        if let Some(u) = u {
-            self.last_utility = u;
-        }
-        match (&mut self.phase, tag) {
-            (Phase::Starting(st), Tag::Start) => {
-                if let Some(back) = u.and_then(|u| st.on_utility(rate, u)) {
-                    self.rate = back;
-                    self.probe();
-                }
-            }
-            (Phase::Probing(rct), Tag::Trial) => {
-                rct.record(id, u);
-                if rct.spoiled() {
-                    self.probe();
-                    return;
-                }
-                let Some(outcome) = rct.outcome() else { return };
-                let base_mbps = rct.base / 1e6;
-                let den = 2.0 * rct.eps * base_mbps;
-                let gammas: Vec<f64> = outcome.pairs.iter().map(|&(up, down)| (up - down) / den).collect();
-                // Pairs that disagree on the sign are noise: probe again.
-                if outcome.agreed_direction().is_some() && den > 0.0 {
-                    let gamma = gammas.iter().sum::<f64>() / gammas.len() as f64;
-                    self.step(gamma);
-                }
-                self.probe();
-            }
-            _ => {}
-        }
+            self.k = self.k.saturating_sub(1);
+            change
+        };
+        let change = change.max(self.p.min_step_mbps);
+        self.last_step_mbps = change;
+        change
     }
 }
 
-impl RateControl for Vivace {
-    fn name(&self) -> &'static str {
-        "pcc-vivace"
+impl Mover for VivaceMover {
+    fn eps(&self) -> f64 {
+        self.p.eps
     }
-
-    fn next_rate(&mut self, id: u64) -> f64 {
-        let c = &self.p.common;
-        let (rate, tag) = match &mut self.phase {
-            Phase::Starting(st) => {
-                self.rate = c.clamp(st.next_rate(self.rate));
-                (self.rate, Tag::Start)
-            }
-            Phase::Probing(rct) => match rct.next_trial(id) {
-                Some(r) => (c.clamp(r), Tag::Trial),
-                None => (self.rate, Tag::Hold),
-            },
-        };
-        self.tags.insert(id, tag);
-        rate
+    fn on_inconclusive(&mut self) {}
+    fn on_decision(&mut self, o: &RctOutcome, dir: f64) -> f64 {
+        let agreeing = o.pairs.iter().filter(|&&(up, down)| (up - down) * dir > 0.0);
+        let du: f64 = agreeing.clone().map(|&(up, down)| (up - down).abs()).sum::<f64>() / o.pairs.len() as f64;
+        // The better trial of the last agreeing pair is what the first move
+        // is judged against.
+        let won = agreeing.last().map_or(0.0, |&(up, down)| up.max(down));
+        let r = o.base * (1.0 + dir * o.eps);
+        self.dir = dir;
+        self.rounds = 1;
+        self.k = 0;
+        self.last = (r, won);
+        let dr_mbps = 2.0 * o.eps * o.base / 1e6;
+        let gamma = if dr_mbps > 0.0 { du / dr_mbps } else { 0.0 };
+        let change = self.bounded(self.p.theta0 * gamma, r / 1e6);
+        r + dir * change * 1e6
     }
-
-    fn target_rate(&self) -> f64 {
-        self.rate
+    fn on_move(&mut self, rate: f64, u: f64) -> Move {
+        let (lr, lu) = self.last;
+        let dr_mbps = (rate - lr).abs() / 1e6;
+        if dr_mbps <= 0.0 {
+            return Move::Probe(rate);
+        }
+        let gamma = (u - lu).abs() / dr_mbps;
+        // Utility rose with the rate: the gradient's sign agrees with an
+        // increasing direction (and disagrees with a decreasing one).
+        let along = (u - lu) * (rate - lr) > 0.0;
+        if along == (self.dir > 0.0) && u != lu {
+            self.rounds = self.rounds.saturating_add(1);
+            let change = self.bounded(self.p.theta0 * gamma * self.amplifier(), rate / 1e6);
+            self.last = (rate, u);
+            Move::Continue(rate + self.dir * change * 1e6)
+        } else {
+            self.rounds = 1;
+            let change = self.bounded(self.p.theta0 * gamma * self.amplifier(), rate / 1e6);
+            Move::Probe(rate - self.dir * change * 1e6)
+        }
     }
-
-    fn on_result(&mut self, s: &MiStats) {
-        let u = (!s.is_void()).then(|| {
-            utility(s.rate_bps / 1e6, s.rtt_gradient, s.loss_rate(), self.p.exponent, self.p.latency_coef, self.p.loss_coef)
-        });
-        // A non-finite utility (degenerate input) carries no information.
-        let u = u.filter(|u| u.is_finite());
-        self.on_utility(s.id, s.rate_bps, u);
-    }
-
     fn export(&self, out: &mut BTreeMap<&'static str, f64>) {
-        out.insert("rate_mbps", self.rate / 1e6);
-        out.insert("utility", self.last_utility);
-        out.insert("gradient", self.last_gradient);
-        out.insert("step_mbps", self.last_step_mbps);
-        out.insert("tau", f64::from(self.tau));
+        out.insert("dir", self.dir);
+        out.insert("tau", f64::from(self.rounds));
         out.insert("k", f64::from(self.k));
-        out.insert("phase", if self.is_starting() { 0.0 } else { 1.0 });
+        out.insert("step_mbps", self.last_step_mbps);
     }
+}
+
+pub type Vivace = Pcc<VivaceMover>;
+
+pub(crate) fn from_params(p: &Params, path: &PathInfo) -> Result<Vivace, CcError> {
+    let common = CommonParams::from_params(p, path)?;
+    let utility = VivaceUtility {
+        exponent: p.f64_in("exponent", 0.01, 0.999)?,
+        latency_coef: p.f64_in("latency_coef", 0.0, 1e9)?,
+        loss_coef: p.f64_in("loss_coef", 0.0, 1e9)?,
+    };
+    let steps = VivaceSteps {
+        eps: p.f64_in("eps", 1e-6, 0.5)?,
+        theta0: p.f64_in("theta0", 1e-9, 1e9)?,
+        amp_exponent: p.f64_in("amp_exponent", 0.0, 10.0)?,
+        omega0: p.f64_in("omega0", 1e-6, 1.0)?,
+        omega_delta: p.f64_in("omega_delta", 0.0, 10.0)?,
+        min_step_mbps: p.f64_in("min_step_mbps", 0.0, 1e6)?,
+    };
+    let mon = Monitor::new(common.timing.clone());
+    let ctl = Controller::new(VivaceMover::new(steps), common);
+    Ok(Pcc::new("pcc-vivace", ctl, mon, Box::new(utility)))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::monitor::MiTiming;
+    use super::super::control::tests::{common, start};
     use super::*;
 
-    fn params() -> VivaceParams {
-        VivaceParams {
-            common: CommonParams {
-                timing: MiTiming { rtt_mult: 1.5, min_pkts: 20.0, init_rtt_ns: 10e6, mss: 1000.0 },
-                init_rate_bps: 10e6,
-                min_rate_bps: 1e5,
-                max_rate_bps: 1e12,
-                pairs: 2,
-                seed: 3,
-            },
-            exponent: 0.9,
-            latency_coef: 900.0,
-            loss_coef: 11.35,
-            eps: 0.05,
-            theta0: 1.0,
-            amp_step: 1.0,
-            omega0: 0.05,
-            omega_delta: 0.1,
-        }
+    fn ctl() -> Controller<VivaceMover> {
+        let steps = VivaceSteps { eps: 0.05, theta0: 1.0, amp_exponent: 1.2, omega0: 0.05, omega_delta: 0.05, min_step_mbps: 0.5 };
+        Controller::new(VivaceMover::new(steps), common())
     }
 
-    #[test]
-    fn utility_matches_the_paper() {
-        let u = utility(100.0, 0.0, 0.0, 0.9, 900.0, 11.35);
-        assert!((u - 100f64.powf(0.9)).abs() < 1e-12);
-        let u = utility(100.0, 0.001, 0.02, 0.9, 900.0, 11.35);
-        assert!((u - (100f64.powf(0.9) - 90.0 - 22.7)).abs() < 1e-9);
-        // A shrinking RTT (negative gradient) is rewarded.
-        assert!(utility(100.0, -0.001, 0.0, 0.9, 900.0, 11.35) > 100f64.powf(0.9));
-    }
-
-    /// Doubling start; falls back to 20 Mbps. Returns the next MI id.
-    fn start(v: &mut Vivace) -> u64 {
-        assert_eq!(v.next_rate(0), 10e6);
-        assert_eq!(v.next_rate(1), 20e6);
-        assert_eq!(v.next_rate(2), 40e6);
-        v.on_utility(0, 10e6, Some(1.0));
-        v.on_utility(1, 20e6, Some(2.0));
-        v.on_utility(2, 40e6, Some(1.5));
-        assert!(!v.is_starting());
-        assert_eq!(v.rate(), 20e6);
-        3
-    }
-
-    /// One probing round scored by `score(rate_mbps)`.
-    fn probe(v: &mut Vivace, id: &mut u64, score: impl Fn(f64) -> f64) {
-        let rates: Vec<f64> = (0..4).map(|i| v.next_rate(*id + i)).collect();
-        let base = v.rate();
+    /// One trial around the current rate, scored by `score(rate_mbps)`.
+    fn probe(c: &mut Controller<VivaceMover>, id: &mut u64, score: impl Fn(f64) -> f64) {
+        let base = c.rate();
+        let rates: Vec<f64> = (0..4).map(|i| c.next_rate(*id + i)).collect();
         for r in &rates {
             assert!((r - base * 1.05).abs() < 1e-6 || (r - base * 0.95).abs() < 1e-6);
         }
         for (i, r) in rates.iter().enumerate() {
-            v.on_utility(*id + i as u64, *r, Some(score(*r / 1e6)));
+            c.on_utility(*id + i as u64, *r, Some(score(*r / 1e6)));
         }
         *id += 4;
     }
 
-    #[test]
-    fn step_follows_the_utility_gradient() {
-        let mut v = Vivace::new(params());
-        let mut id = start(&mut v);
-        // u = 0.5 x: gradient 0.5 per Mbit/s. τ = 1: Δr = 0.5 Mbit/s.
-        probe(&mut v, &mut id, |x| 0.5 * x);
-        assert!((v.rate() - 20.5e6).abs() < 1e-3);
-        assert_eq!((v.tau(), v.k()), (1, 0));
-        // Same direction: τ = 2, Δr = 1.0 <= 0.05 * 20.5 = 1.025.
-        probe(&mut v, &mut id, |x| 0.5 * x);
-        assert!((v.rate() - 21.5e6).abs() < 1e-3);
-        // τ = 3, Δr = 1.5 > 0.05 * 21.5: clipped to 1.075, k = 1.
-        probe(&mut v, &mut id, |x| 0.5 * x);
-        assert!((v.rate() - 22.575e6).abs() < 1e-3);
-        assert_eq!(v.k(), 1);
-        // τ = 4, Δr = 2.0 within (0.05 + 0.1) * 22.575: not clipped; the
-        // smallest boundary admitting it is still k = 1.
-        probe(&mut v, &mut id, |x| 0.5 * x);
-        assert!((v.rate() - 24.575e6).abs() < 1e-3);
-        assert_eq!(v.k(), 1);
-        // Utility now falls with rate: direction flips, τ and k reset.
-        probe(&mut v, &mut id, |x| -0.5 * x);
-        assert!((v.rate() - 24.075e6).abs() < 1e-3);
-        assert_eq!((v.tau(), v.k()), (1, 0));
+    /// Scores the next moving MI.
+    fn step(c: &mut Controller<VivaceMover>, id: &mut u64, score: impl Fn(f64) -> f64) -> f64 {
+        let r = c.next_rate(*id);
+        c.on_utility(*id, r, Some(score(r / 1e6)));
+        *id += 1;
+        r
     }
 
     #[test]
-    fn change_boundary_grows_while_hit() {
-        let mut v = Vivace::new(params());
-        let mut id = start(&mut v);
-        let mut r = 20e6;
-        for k in 0..4u32 {
-            // Huge gradient: every step is clipped to (ω0 + kδ)·r.
-            probe(&mut v, &mut id, |x| 1000.0 * x);
-            r *= 1.0 + 0.05 + 0.1 * f64::from(k);
-            assert!((v.rate() - r).abs() < 1e-3, "k={k}");
-            assert_eq!(v.k(), k + 1);
-        }
+    fn decision_moves_past_the_winning_trial_by_the_measured_gradient() {
+        let mut c = ctl();
+        let mut id = start(&mut c);
+        // u = 0.1·x: γ = 0.1 per Mbit/s → Δ = 0.1 Mbit/s, raised to the
+        // 0.5 Mbit/s floor: 21 + 0.5.
+        probe(&mut c, &mut id, |x| 0.1 * x);
+        assert_eq!(c.phase_name(), "moving");
+        assert!((c.rate() - 21.5e6).abs() < 1e-3, "{}", c.rate());
+        assert_eq!(c.mover.k(), 0);
+        // A huge gradient is clipped to ω0 = 5 % of 21 Mbit/s, k = 1.
+        let mut c = ctl();
+        let mut id = start(&mut c);
+        probe(&mut c, &mut id, |x| 100.0 * x);
+        assert!((c.rate() - 21e6 * 1.05).abs() < 1e-3);
+        assert_eq!(c.mover.k(), 1);
     }
 
     #[test]
-    fn disagreeing_pairs_do_not_move_the_rate() {
-        let mut v = Vivace::new(params());
-        let mut id = start(&mut v);
-        let rates: Vec<f64> = (0..4).map(|i| v.next_rate(id + i)).collect();
-        for (i, r) in rates.iter().enumerate() {
-            let up = *r > 20e6;
-            let u = if up == (i < 2) { 1.0 } else { 0.0 };
-            v.on_utility(id + i as u64, *r, Some(u));
-        }
-        id += 4;
-        assert_eq!(v.rate(), 20e6);
-        probe(&mut v, &mut id, |x| 0.5 * x);
-        assert!((v.rate() - 20.5e6).abs() < 1e-3);
+    fn moving_amplifies_with_rounds_and_widens_the_boundary() {
+        let mut c = ctl();
+        let mut id = start(&mut c);
+        probe(&mut c, &mut id, |x| 2.0 * x); // γ = 2 → 2 > 1.05: clipped, k = 1
+        let mut r = 21e6 * 1.05; // 22.05
+        assert!((c.rate() - r).abs() < 1e-3);
+        // Next MI at 22.05 vs the winning trial (21, u 42): γ = 2, τ = 2,
+        // m = 1, bound (0.05 + 0.05)·22.05 = 2.205 → step 2, k back to 0.
+        assert_eq!(step(&mut c, &mut id, |x| 2.0 * x), r);
+        r += 2e6;
+        assert!((c.rate() - r).abs() < 1e-3, "{}", c.rate());
+        assert_eq!((c.mover.rounds(), c.mover.k()), (2, 0));
+        // τ = 3: m = 2^1.2 ≈ 2.297, Δ = 4.59 > 0.05·24.05 = 1.2025: clipped.
+        step(&mut c, &mut id, |x| 2.0 * x);
+        r *= 1.05;
+        assert!((c.rate() - r).abs() < 1e-3, "{}", c.rate());
+        assert_eq!(c.mover.k(), 1);
+        // τ = 4: m = 2^1.2 still (⌊5/2⌋ = 2); bound now 10 %: clipped, k = 2.
+        step(&mut c, &mut id, |x| 2.0 * x);
+        r *= 1.10;
+        assert!((c.rate() - r).abs() < 1e-3, "{}", c.rate());
+        assert_eq!(c.mover.k(), 2);
+    }
+
+    #[test]
+    fn utility_against_the_direction_steps_back_and_probes() {
+        let mut c = ctl();
+        let mut id = start(&mut c);
+        probe(&mut c, &mut id, |x| 0.1 * x);
+        let r = c.rate(); // 21.5
+        // Utility fell (2.1 at 21 → 2.0 at 21.5) while the rate rose:
+        // γ = 0.1/0.5 = 0.2, Δ = 0.2, raised to the 0.5 floor: back to 21.
+        let got = step(&mut c, &mut id, |_| 2.0);
+        assert_eq!(got, r);
+        assert_eq!(c.phase_name(), "probing");
+        assert!((c.rate() - 21e6).abs() < 1e-3, "{}", c.rate());
     }
 }

@@ -1,0 +1,128 @@
+//! PCC utility functions, apart from the rate controllers that climb them
+//! (PCC-Uspace keeps them apart too: `PccUtilityManager` scores an MI,
+//! `PccSender`/`PccVivaceSender` move the rate).
+//!
+//! Rates and throughputs are in Mbit/s (10⁶ bit/s), as in
+//! `PccUtilityManager::ComputeSimpleMetrics` (bytes·8 / µs).
+
+use super::monitor::MiStats;
+
+/// Scores one monitor interval. `starting` tells whether the MI was sent
+/// during start-up (Vivace treats small RTT gradients as noise there).
+pub trait Utility: Send + std::fmt::Debug {
+    fn utility(&self, s: &MiStats, starting: bool) -> f64;
+}
+
+/// PCC Allegro (NSDI'15 §2.2): `u = T·Sigmoid_α(L − threshold) − x·L`,
+/// `Sigmoid_α(y) = 1/(1 + e^{α·y})`; T throughput, x sending rate, L loss.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AllegroUtility {
+    pub alpha: f64,
+    pub loss_threshold: f64,
+}
+
+pub fn sigmoid(alpha: f64, y: f64) -> f64 {
+    1.0 / (1.0 + (alpha * y).exp())
+}
+
+impl AllegroUtility {
+    pub fn of(&self, throughput_mbps: f64, loss: f64, rate_mbps: f64) -> f64 {
+        throughput_mbps * sigmoid(self.alpha, loss - self.loss_threshold) - rate_mbps * loss
+    }
+}
+
+impl Utility for AllegroUtility {
+    fn utility(&self, s: &MiStats, _starting: bool) -> f64 {
+        self.of(s.throughput_bps() / 1e6, s.loss_rate(), s.send_rate_bps() / 1e6)
+    }
+}
+
+/// PCC Vivace-Latency (NSDI'18 §3): `u = x^t − b·x·dRTT/dT − c·x·L`.
+/// As in `PccUtilityManager::CalculateUtilityProportional`, the gradient
+/// counts only where it stands out of the fit's noise
+/// (`DetermineToleranceGeneral`: |gradient| above the relative RMS
+/// residual), never when negative (a draining queue is not rewarded), and
+/// in start-up not when below 1 ms of RTT change per MI-second
+/// (`|g| < 1000/duration_µs`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct VivaceUtility {
+    pub exponent: f64,
+    pub latency_coef: f64,
+    pub loss_coef: f64,
+}
+
+impl VivaceUtility {
+    pub fn of(&self, rate_mbps: f64, rtt_gradient: f64, loss: f64) -> f64 {
+        let x = rate_mbps.max(0.0);
+        x.powf(self.exponent) - self.latency_coef * x * rtt_gradient - self.loss_coef * x * loss
+    }
+
+    /// The gradient the utility charges for.
+    pub fn effective_gradient(s: &MiStats, starting: bool) -> f64 {
+        let g = s.rtt_gradient;
+        if s.rtt_gradient_error >= g.abs() || g < 0.0 {
+            return 0.0;
+        }
+        if starting && g.abs() < 1000.0 / (s.duration_ns / 1e3) {
+            return 0.0;
+        }
+        g
+    }
+}
+
+impl Utility for VivaceUtility {
+    fn utility(&self, s: &MiStats, starting: bool) -> f64 {
+        self.of(s.send_rate_bps() / 1e6, Self::effective_gradient(s, starting), s.loss_rate())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mi(sent: u64, acked: u64, lost: u64, dur_ms: f64) -> MiStats {
+        MiStats { sent_pkts: sent / 1000, sent_bytes: sent, acked_bytes: acked, lost_bytes: lost, duration_ns: dur_ms * 1e6, ..Default::default() }
+    }
+
+    #[test]
+    fn allegro_matches_the_paper() {
+        let a = AllegroUtility { alpha: 100.0, loss_threshold: 0.05 };
+        // No loss: u = T / (1 + e^-5).
+        assert!((a.of(100.0, 0.0, 100.0) - 100.0 / (1.0 + (-5.0f64).exp())).abs() < 1e-12);
+        // At 5 % loss the sigmoid is 1/2: 95/2 − 100·0.05.
+        assert!((a.of(95.0, 0.05, 100.0) - (47.5 - 5.0)).abs() < 1e-12);
+        // Far past 5 % the throughput credit vanishes.
+        assert!(a.of(80.0, 0.2, 100.0) < -19.9);
+        // Worked MI: 1.25 MB sent in 100 ms (100 Mbit/s), 2 % lost.
+        let s = mi(1_250_000, 1_225_000, 25_000, 100.0);
+        let want = 98.0 / (1.0 + (-3.0f64).exp()) - 100.0 * 0.02;
+        assert!((a.utility(&s, false) - want).abs() < 1e-9);
+        // All packets lost: the rate is pure penalty.
+        assert!((a.utility(&mi(1_250_000, 0, 1_250_000, 100.0), false) + 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn vivace_matches_the_paper_and_filters_the_gradient_like_the_reference() {
+        let v = VivaceUtility { exponent: 0.9, latency_coef: 900.0, loss_coef: 11.35 };
+        assert!((v.of(100.0, 0.0, 0.0) - 100f64.powf(0.9)).abs() < 1e-12);
+        assert!((v.of(100.0, 0.001, 0.02) - (100f64.powf(0.9) - 90.0 - 22.7)).abs() < 1e-9);
+        let mut s = mi(1_250_000, 1_250_000, 0, 100.0);
+        s.rtt_gradient = 0.02;
+        s.rtt_gradient_error = 0.001;
+        let want = 100f64.powf(0.9) - 900.0 * 100.0 * 0.02;
+        assert!((v.utility(&s, false) - want).abs() < 1e-9);
+        // In start-up 0.02 is above 1000 / 100000 us = 0.01: still charged.
+        assert!((v.utility(&s, true) - want).abs() < 1e-9);
+        // 0.005 is below it: ignored in start-up, charged afterwards.
+        s.rtt_gradient = 0.005;
+        assert_eq!(v.utility(&s, true), 100f64.powf(0.9));
+        assert!(v.utility(&s, false) < 100f64.powf(0.9));
+        // Noise larger than the slope: ignored.
+        s.rtt_gradient_error = 0.01;
+        assert_eq!(v.utility(&s, false), 100f64.powf(0.9));
+        // A shrinking RTT is not rewarded.
+        s.rtt_gradient = -0.05;
+        s.rtt_gradient_error = 0.0;
+        assert_eq!(v.utility(&s, false), 100f64.powf(0.9));
+    }
+}
