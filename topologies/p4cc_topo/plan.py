@@ -73,10 +73,11 @@ def _num(v, where: str, lo: float | None = None, hi: float | None = None,
 
 #: A port's link-model knobs and their ranges (the one place they are
 #: checked: plans, the controller's targets and `p4cc ctl queue` all call
-#: :func:`check_link_model`). rate_pps is bmv2's own unit.
+#: :func:`check_link_model`). rate_pps is bmv2's own unit; a rate of 0 means
+#: unlimited.
 LINK_MODEL = {
-    "rate_bps": (1, 10**12, True),
-    "rate_pps": (1, 10**9, True),
+    "rate_bps": (0, 10**12, True),
+    "rate_pps": (0, 10**9, True),
     "delay_us": (0, 10_000_000, True),
     "loss": (0.0, 1.0, False),
     "depth_pkts": (1, 1 << 20, True),

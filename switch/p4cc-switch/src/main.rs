@@ -1,10 +1,10 @@
 //! p4cc-switch: the p4cc embedded target. Executes p4c's bmv2 JSON on Linux
 //! interfaces and serves P4Runtime like bmv2's simple_switch_grpc, with
 //! per-port line rate, propagation delay and random loss.
-mod admin;
 mod dataplane;
 
-use dataplane::{Dataplane, PortShared, Shared};
+use dataplane::Dataplane;
+use node::{admin, PortShared, Shared};
 use p4rt::proto::p4::config::v1::P4Info;
 use p4rt::{P4RuntimeService, PipelineSlot};
 use ports::config::{PortFile, PortTableBuilder};

@@ -1,6 +1,6 @@
 //! Run-time admin API (HTTP + JSON, localhost): port settings and counters.
 //! docs/embedded-target.md documents it.
-use crate::dataplane::{PortShared, Shared};
+use crate::shared::{PortShared, Shared};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;

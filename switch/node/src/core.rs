@@ -1,0 +1,269 @@
+//! A switch's packet path on the caller's clock: ingress → enqueue on the
+//! egress port's queue, and, when a port's next departure is due, dequeue →
+//! egress → link. It does no I/O and reads no clock: the embedded target's
+//! socket loop (p4cc-switch) and the virtual-time simulator (p4cc-sim) both
+//! drive this same code, so the two executors cannot disagree about what a
+//! switch does with a packet.
+use crate::shared::Shared;
+use p4rt::{P4RuntimeService, PipelineSlot};
+use pipeline::{Engine, QueueMeta, Queued};
+use ports::EgressPort;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+/// One switch port: its queue and the link behind it.
+pub struct CorePort {
+    pub num: u32,
+    pub egress: EgressPort<Queued>,
+}
+
+pub struct SwitchCore {
+    pub ports: Vec<CorePort>,
+    /// v1model port number → index into `ports`.
+    index: Vec<Option<usize>>,
+    shared: Arc<Shared>,
+    slot: Arc<PipelineSlot>,
+    cpu_port: Option<u32>,
+    p4rt: Option<P4RuntimeService>,
+    engine: Option<Engine>,
+    engine_seed: u64,
+    pipeline_gen: u64,
+    settings_gen: u64,
+    /// Scratch: packets out of ingress and their arrival times.
+    out: Vec<Queued>,
+    arrivals: Vec<u64>,
+    requeue: Vec<Queued>,
+}
+
+impl SwitchCore {
+    /// A core for the ports of `shared` (their settings are read from it),
+    /// running whatever pipeline `slot` holds.
+    pub fn new(
+        shared: Arc<Shared>,
+        slot: Arc<PipelineSlot>,
+        seed: u64,
+        cpu_port: Option<u32>,
+        p4rt: Option<P4RuntimeService>,
+    ) -> SwitchCore {
+        let mut index = vec![None; 512];
+        let mut ports = Vec::new();
+        for sh in &shared.ports {
+            index[sh.port as usize] = Some(ports.len());
+            ports.push(CorePort {
+                num: sh.port,
+                egress: EgressPort::new(sh.settings(), seed ^ (sh.port as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+            });
+        }
+        SwitchCore {
+            ports,
+            index,
+            shared,
+            slot,
+            cpu_port,
+            p4rt,
+            engine: None,
+            engine_seed: seed,
+            pipeline_gen: u64::MAX,
+            settings_gen: u64::MAX,
+            out: Vec::with_capacity(64),
+            arrivals: Vec::with_capacity(64),
+            requeue: Vec::with_capacity(8),
+        }
+    }
+
+    /// Picks up what the control plane changed: a new pipeline (a new
+    /// engine; packets queued under the old one are dropped) and new port
+    /// settings. Cheap when nothing changed.
+    pub fn sync(&mut self) {
+        let g = self.slot.generation();
+        if g != self.pipeline_gen {
+            let (g2, st) = self.slot.current();
+            self.pipeline_gen = g2;
+            self.engine_seed = self.engine_seed.wrapping_add(1);
+            self.engine = st.map(|s| Engine::with_seed(s, self.engine_seed));
+            for p in &mut self.ports {
+                p.egress.flush();
+            }
+        }
+        let sg = self.shared.settings_gen.load(Relaxed);
+        if sg != self.settings_gen {
+            self.settings_gen = sg;
+            for (p, sh) in self.ports.iter_mut().zip(&self.shared.ports) {
+                p.egress.set_settings(sh.settings());
+            }
+        }
+    }
+
+    pub fn has_pipeline(&self) -> bool {
+        self.engine.is_some()
+    }
+
+    pub fn port_index(&self, port: u32) -> Option<usize> {
+        self.index.get(port as usize).copied().flatten()
+    }
+
+    /// Ingress of a frame that arrived on `port` at `t` (ns); call
+    /// [`enqueue_arrivals`](Self::enqueue_arrivals) after a batch. Returns
+    /// false when no pipeline is loaded (the frame is dropped, counted).
+    pub fn ingress(&mut self, frame: &[u8], port: u32, t: u64) -> bool {
+        match self.engine.as_mut() {
+            Some(e) => {
+                e.ingress(frame, port, t / 1000, &mut self.out);
+                self.arrivals.resize(self.out.len(), t);
+                true
+            }
+            None => {
+                self.shared.no_pipeline_drops.fetch_add(1, Relaxed);
+                false
+            }
+        }
+    }
+
+    /// A frame that arrived on `port` at `t`: ingress, then its packets join
+    /// their queues.
+    pub fn receive(&mut self, frame: &[u8], port: u32, t: u64) -> bool {
+        let ok = self.ingress(frame, port, t);
+        self.enqueue_arrivals();
+        ok
+    }
+
+    /// A packet-out from the controller: ingress on the CPU port at `t`.
+    pub fn packet_out(&mut self, frame: &[u8], t: u64) {
+        if let Some(cpu) = self.cpu_port {
+            self.receive(frame, cpu, t);
+        }
+    }
+
+    /// Enqueues what ingress produced, in arrival order: each port's queue is
+    /// first advanced to the packet's arrival time, so the queue evolves as
+    /// on a real switch even when the caller ran late (frames waiting in a
+    /// receive ring keep their arrival times).
+    pub fn enqueue_arrivals(&mut self) {
+        let mut out = std::mem::take(&mut self.out);
+        let mut arr = std::mem::take(&mut self.arrivals);
+        for (q, t) in out.drain(..).zip(arr.drain(..)) {
+            if Some(q.egress_port()) == self.cpu_port {
+                self.send_to_cpu(q, t);
+                continue;
+            }
+            match self.port_index(q.egress_port()) {
+                Some(i) => {
+                    self.advance(i, t);
+                    let _ = self.ports[i].egress.enqueue(q, t);
+                }
+                None => self.unknown_port(q.egress_port()),
+            }
+        }
+        self.out = out;
+        self.arrivals = arr;
+    }
+
+    fn unknown_port(&self, port: u32) {
+        log::debug!("dropped a packet for port {port}: the switch has no such port");
+        self.shared.unknown_port_drops.fetch_add(1, Relaxed);
+    }
+
+    fn enqueue(&mut self, q: Queued, t: u64) {
+        if Some(q.egress_port()) == self.cpu_port {
+            return self.send_to_cpu(q, t);
+        }
+        match self.port_index(q.egress_port()) {
+            Some(i) => {
+                let _ = self.ports[i].egress.enqueue(q, t);
+            }
+            None => self.unknown_port(q.egress_port()),
+        }
+    }
+
+    /// Runs port `i`'s departures due by `t` (on the link's schedule):
+    /// dequeue, egress, put on the link. Returns whether any left.
+    pub fn advance(&mut self, i: usize, t: u64) -> bool {
+        let mut any = false;
+        while let Some((q, m)) = self.ports[i].egress.dequeue(t) {
+            any = true;
+            let Some(e) = self.engine.as_mut() else { continue };
+            let qm = QueueMeta {
+                enq_qdepth: m.enq_qdepth,
+                deq_qdepth: m.deq_qdepth,
+                deq_timedelta_us: m.deq_timedelta_us().min(u32::MAX as u64) as u32,
+                enq_timestamp_us: m.enq_timestamp_us(),
+            };
+            let frame = e.egress(q, qm, m.deq_ns / 1000, &mut self.requeue);
+            if !self.requeue.is_empty() {
+                let mut rq = std::mem::take(&mut self.requeue);
+                for r in rq.drain(..) {
+                    if r.is_recirculate() {
+                        if let Some(e) = self.engine.as_mut() {
+                            e.ingress_recirculated(r, m.deq_ns / 1000, &mut self.out);
+                        }
+                        let mut out = std::mem::take(&mut self.out);
+                        for q in out.drain(..) {
+                            self.enqueue(q, m.deq_ns);
+                        }
+                        self.out = out;
+                    } else {
+                        // Clones join their port's queue at this time.
+                        self.enqueue(r, m.deq_ns);
+                    }
+                }
+                self.requeue = rq;
+            }
+            if let Some(f) = frame {
+                let p = &mut self.ports[i];
+                if Some(p.num) == self.cpu_port {
+                    if let Some(s) = &self.p4rt {
+                        s.packet_in(&f);
+                    }
+                } else {
+                    p.egress.transmit(f, m.deq_ns);
+                }
+            }
+        }
+        any
+    }
+
+    /// Every port's departures due by `t`; whether any left.
+    pub fn advance_all(&mut self, t: u64) -> bool {
+        let mut any = false;
+        for i in 0..self.ports.len() {
+            any |= self.advance(i, t);
+        }
+        any
+    }
+
+    /// A packet for the CPU port: egress at once (the CPU port has no queue
+    /// or link), then to the primary controller as a PacketIn.
+    fn send_to_cpu(&mut self, q: Queued, t: u64) {
+        let Some(e) = self.engine.as_mut() else { return };
+        let qm = QueueMeta { enq_qdepth: 0, deq_qdepth: 0, deq_timedelta_us: 0, enq_timestamp_us: t / 1000 };
+        let frame = e.egress(q, qm, t / 1000, &mut self.requeue);
+        let rq: Vec<Queued> = self.requeue.drain(..).collect();
+        for r in rq {
+            if !r.is_recirculate() && Some(r.egress_port()) != self.cpu_port {
+                self.enqueue(r, t);
+            }
+        }
+        if let (Some(f), Some(s)) = (frame, &self.p4rt) {
+            if !s.packet_in(&f) {
+                log::debug!("packet-in dropped: no primary controller");
+            }
+        }
+    }
+
+    /// The next frame of port `i` whose propagation is over by `t`.
+    pub fn pop_released(&mut self, i: usize, t: u64) -> Option<Vec<u8>> {
+        self.ports[i].egress.pop_released(t)
+    }
+
+    /// The earliest time any port has something to do.
+    pub fn next_event_ns(&self) -> Option<u64> {
+        self.ports.iter().filter_map(|p| p.egress.next_event_ns()).min()
+    }
+
+    /// Publishes counters and queue lengths for the control plane.
+    pub fn publish(&self) {
+        for (p, sh) in self.ports.iter().zip(&self.shared.ports) {
+            sh.publish(&p.egress.stats, p.egress.queue_len());
+        }
+    }
+}
