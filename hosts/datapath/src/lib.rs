@@ -9,6 +9,7 @@
 //! * [`sys`]: the socket syscalls; [`clock`]: run clock and unix time.
 
 pub mod bpf;
+pub mod stack;
 pub mod clock;
 pub mod sys;
 pub mod tcp;

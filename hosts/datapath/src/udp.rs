@@ -1,22 +1,23 @@
 //! The user-space transport on real UDP sockets: a multi-flow sender event
 //! loop (one socket, all flows of a workload, pacing by precise sleeps plus
 //! a short spin) and the receiver loop serving every flow on port 7360.
+//! What happens to each flow is [`crate::stack`]'s; this module is the I/O.
 
 use crate::clock::Clock;
+use crate::stack::{ReceiverLog, SenderReport, SenderStack, SenderStackOptions, TxSink};
 use crate::sys::{self, RecvBatch, SendBatch, UdpSock};
 use crate::{CcFactory, DatapathError};
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::net::{SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use traffic::log::{csv_field, FlowLogger, FlowRecord, ThroughputSeries};
-use traffic::{FlowSpec, Workload};
-use transport::pacing::{GapStats, GapSummary};
+use traffic::log::FlowLogger;
+use traffic::Workload;
 use transport::receiver::{Receiver, ReceiverConfig, ReceiverStats, RecvFlowRecord};
-use transport::sender::{FlowSender, FlowSize, FlowState, SenderConfig, Transmit};
-use transport::wire::{self, Ack};
+use transport::sender::SenderConfig;
+use transport::wire;
+
+pub use crate::stack::{recv_row, RECV_FLOWS_HEADER};
 
 /// ECT(0) in the two ECN bits of the TOS byte.
 pub const TOS_ECT0: u8 = 0x02;
@@ -57,98 +58,30 @@ impl Default for UdpSenderOptions {
     }
 }
 
-#[derive(Debug, Clone, Default)]
-pub struct SenderReport {
-    pub src: String,
-    pub flows_started: u64,
-    pub flows_complete: u64,
-    pub flows_failed: u64,
-    pub pkts_sent: u64,
-    pub retx_pkts: u64,
-    pub local_drops: u64,
-    pub acks: u64,
-    pub foreign_pkts: u64,
-    pub late_acks: u64,
-    pub bad_acks: u64,
-    pub bytes_acked: u64,
-    pub elapsed_ns: u64,
-    pub pacing: GapSummary,
+/// A sendmmsg batch on the sender's socket, as the stack's sink.
+struct SocketSink<'a> {
+    sock: &'a UdpSock,
+    batch: SendBatch,
+    clock: &'a Clock,
 }
 
-impl SenderReport {
-    pub fn goodput_mbps(&self) -> f64 {
-        if self.elapsed_ns == 0 {
-            0.0
-        } else {
-            self.bytes_acked as f64 * 8.0 / self.elapsed_ns as f64 * 1e3
-        }
+impl TxSink for SocketSink<'_> {
+    fn slot(&mut self) -> &mut [u8] {
+        self.batch.slot()
     }
-    pub fn to_json(&self) -> String {
-        format!(
-            "{{\"datapath\": \"udp\", \"src\": \"{}\", \"flows_started\": {}, \"flows_complete\": {}, \"flows_failed\": {}, \"pkts_sent\": {}, \"retx_pkts\": {}, \"local_drops\": {}, \"acks\": {}, \"foreign_pkts\": {}, \"late_acks\": {}, \"bad_acks\": {}, \"bytes_acked\": {}, \"elapsed_ns\": {}, \"goodput_mbps\": {:.3}, \"pacing\": {}}}",
-            self.src,
-            self.flows_started,
-            self.flows_complete,
-            self.flows_failed,
-            self.pkts_sent,
-            self.retx_pkts,
-            self.local_drops,
-            self.acks,
-            self.foreign_pkts,
-            self.late_acks,
-            self.bad_acks,
-            self.bytes_acked,
-            self.elapsed_ns,
-            self.goodput_mbps(),
-            self.pacing.to_json()
-        )
+    fn commit(&mut self, len: usize, dst: SocketAddrV4) {
+        self.batch.commit(len, dst);
     }
-}
-
-struct Active {
-    spec: FlowSpec,
-    src: String,
-    dst: SocketAddrV4,
-    sender: FlowSender,
-    series: ThroughputSeries,
-    last_tx: Option<u64>,
-    last: Transmit,
-    stopped: bool,
-}
-
-fn record(a: &Active, clock: &Clock, label: &str, ecn: bool) -> FlowRecord {
-    let st = &a.sender.stats;
-    let (status, reason, end) = match a.sender.state() {
-        FlowState::Complete { end_ns } => {
-            (if a.spec.size.is_none() { "stopped" } else { "complete" }.to_string(), String::new(), *end_ns)
+    fn is_full(&self) -> bool {
+        self.batch.is_full()
+    }
+    fn flush(&mut self) -> Result<(u64, usize), DatapathError> {
+        let t = self.clock.now();
+        if self.batch.is_empty() {
+            return Ok((t, 0));
         }
-        FlowState::Failed { end_ns, reason } => (reason.status().to_string(), reason.describe(), *end_ns),
-        FlowState::Running => ("interrupted".into(), "still running at exit".into(), clock.now()),
-    };
-    FlowRecord {
-        flow_id: a.spec.id,
-        workload: a.spec.workload.to_string(),
-        round: a.spec.round,
-        datapath: "udp".into(),
-        cc: label.to_string(),
-        src: a.src.clone(),
-        dst: a.dst.to_string(),
-        size_bytes: a.spec.size,
-        start_unix_ns: clock.unix(a.sender.start_ns()),
-        end_unix_ns: clock.unix(end),
-        bytes_acked: a.sender.acked_bytes(),
-        status,
-        reason,
-        pkts_sent: st.pkts_sent,
-        retx_pkts: st.retx_pkts,
-        rto_count: st.rto_count as u64,
-        loss_events: st.loss_events as u64,
-        ce_bytes: st.ce_bytes,
-        rtt_samples: st.rtt_samples,
-        mean_rtt_ns: (st.rtt_samples > 0).then(|| (st.rtt_sum_ns / st.rtt_samples as u128) as u64),
-        min_rtt_ns: (st.rtt_samples > 0).then_some(st.min_rtt_ns),
-        max_qdepth_pkts: (st.max_qdepth_pkts > 0).then_some(st.max_qdepth_pkts),
-        ecn: if ecn { "ect0".into() } else { "off".into() },
+        let (_, dropped) = self.sock.send_batch(&mut self.batch).map_err(DatapathError::Socket)?;
+        Ok((t, dropped))
     }
 }
 
@@ -166,9 +99,9 @@ pub fn route_src(dst: SocketAddrV4) -> Option<std::net::Ipv4Addr> {
 /// `stop` is set, or `opts.end_ns` passes.
 pub fn run_sender(
     opts: &UdpSenderOptions,
-    workload: &mut dyn Workload,
-    make_cc: &CcFactory,
-    logger: &mut FlowLogger,
+    workload: Box<dyn Workload>,
+    make_cc: Box<CcFactory>,
+    logger: FlowLogger,
     clock: &Clock,
     stop: &AtomicBool,
 ) -> Result<SenderReport, DatapathError> {
@@ -183,7 +116,7 @@ pub fn run_sender(
     sock.set_buffers(opts.sock_buf);
     let local = sock.local_addr().map_err(DatapathError::Socket)?;
     let mut src_cache: HashMap<SocketAddrV4, String> = HashMap::new();
-    let mut src_of = |dst: SocketAddrV4| -> String {
+    let src_of = move |dst: SocketAddrV4| -> String {
         src_cache
             .entry(dst)
             .or_insert_with(|| {
@@ -192,102 +125,29 @@ pub fn run_sender(
             })
             .clone()
     };
-    let src = local.to_string();
-    let mut rep = SenderReport { src: src.clone(), ..Default::default() };
-    let mut flows: Vec<Active> = Vec::new();
-    let mut index: HashMap<u32, usize> = HashMap::new();
+    let stack_opts = SenderStackOptions {
+        sender: opts.sender.clone(),
+        ecn: opts.tos & 3 != 0,
+        cc_label: opts.cc_label.clone(),
+        max_burst: opts.max_burst,
+        datapath: "udp".into(),
+    };
+    let mut stack = SenderStack::new(stack_opts, workload, make_cc, logger, clock.unix(0), local.to_string(), Box::new(src_of));
     let mut rb = RecvBatch::new(64);
-    let mut sb = SendBatch::new(32);
-    let mut pending: Vec<(usize, Option<u64>)> = Vec::with_capacity(32);
-    let mut gaps = GapStats::new(2_000_000);
-    let mut rr = 0usize;
+    let mut sink = SocketSink { sock: &sock, batch: SendBatch::new(32), clock };
     let mut last_flush = clock.now();
     let t0 = clock.now();
-    let bin_ns = logger.bin_ns;
-
-    let flush = |sb: &mut SendBatch,
-                     pending: &mut Vec<(usize, Option<u64>)>,
-                     flows: &mut Vec<Active>,
-                     gaps: &mut GapStats,
-                     rep: &mut SenderReport|
-     -> Result<(), DatapathError> {
-        if sb.is_empty() {
-            return Ok(());
-        }
-        let t = clock.now();
-        for &(i, g) in pending.iter() {
-            if let (Some(target), Some(prev)) = (g, flows[i].last_tx) {
-                gaps.record(target, t.saturating_sub(prev));
-            }
-            flows[i].last_tx = Some(t);
-        }
-        pending.clear();
-        let (sent, dropped) = sock.send_batch(sb).map_err(DatapathError::Socket)?;
-        rep.pkts_sent += sent as u64;
-        rep.local_drops += dropped as u64;
-        Ok(())
-    };
+    let now_fn = || clock.now();
 
     loop {
         let now = clock.now();
-        let interrupted = stop.load(Ordering::Relaxed) || opts.end_ns.is_some_and(|e| now >= e);
-        if interrupted {
-            let mut buf = [0u8; 512];
-            for a in flows.iter_mut() {
-                if !a.sender.is_done() {
-                    a.sender.abort(now);
-                    let n = a.sender.write_abort(now, "sender interrupted", &mut buf);
-                    let _ = sock.send_to(&buf[..n], a.dst);
-                }
-            }
-            for a in flows.drain(..) {
-                rep.flows_failed += 1;
-                rep.bytes_acked += a.sender.acked_bytes();
-                logger.flow(&record(&a, clock, &opts.cc_label, opts.tos & 3 != 0), &a.series)?;
-            }
+        if stop.load(Ordering::Relaxed) || opts.end_ns.is_some_and(|e| now >= e) {
+            stack.interrupt(now, &mut |buf, dst| {
+                let _ = sock.send_to(buf, dst);
+            })?;
             break;
         }
-
-        // new flows
-        for spec in workload.poll(now) {
-            rep.flows_started += 1;
-            let dst = match sys::v4(spec.dst) {
-                Ok(d) => d,
-                Err(e) => return Err(DatapathError::Socket(e)),
-            };
-            match make_cc(&spec) {
-                Ok(cc) => {
-                    let size = spec.size.map_or(FlowSize::Unbounded, FlowSize::Bytes);
-                    let sender = FlowSender::new(spec.id, spec.seed, size, cc, opts.sender.clone(), now);
-                    let mut series = ThroughputSeries::new(bin_ns);
-                    series.touch(clock.unix(now));
-                    index.insert(spec.id, flows.len());
-                    let fsrc = src_of(dst);
-                    flows.push(Active { spec, src: fsrc, dst, sender, series, last_tx: None, last: Transmit::Blocked, stopped: false });
-                }
-                Err(why) => {
-                    rep.flows_failed += 1;
-                    let rec = FlowRecord {
-                        flow_id: spec.id,
-                        workload: spec.workload.to_string(),
-                        round: spec.round,
-                        datapath: "udp".into(),
-                        cc: opts.cc_label.clone(),
-                        src: src_of(dst),
-                        dst: dst.to_string(),
-                        size_bytes: spec.size,
-                        start_unix_ns: clock.unix(now),
-                        end_unix_ns: clock.unix(now),
-                        status: "error".into(),
-                        reason: why,
-                        ecn: if opts.tos & 3 != 0 { "ect0".into() } else { "off".into() },
-                        ..Default::default()
-                    };
-                    logger.flow(&rec, &ThroughputSeries::new(bin_ns))?;
-                    workload.on_flow_end(spec.id, now);
-                }
-            }
-        }
+        stack.start_flows(now)?;
 
         // ACKs
         for _ in 0..16 {
@@ -298,121 +158,22 @@ pub fn run_sender(
             let now = clock.now();
             for i in 0..n {
                 let (data, from, _) = rb.get(i);
-                let Some(id) = wire::ack_flow_id(data) else {
-                    rep.foreign_pkts += 1;
-                    continue;
-                };
-                let Some(&k) = index.get(&id) else {
-                    rep.late_acks += 1;
-                    continue;
-                };
-                let a = &mut flows[k];
-                if from != a.dst {
-                    rep.foreign_pkts += 1;
-                    continue;
-                }
-                let ack = match Ack::parse(data) {
-                    Ok(x) => x,
-                    Err(_) => {
-                        rep.bad_acks += 1;
-                        continue;
-                    }
-                };
-                rep.acks += 1;
-                let out = a.sender.on_ack(now, &ack);
-                let t_unix = clock.unix(now);
-                if out.newly_acked > 0 {
-                    a.series.add(t_unix, out.newly_acked);
-                }
-                if let Some(rtt) = out.rtt_ns {
-                    if logger.want_rtt() {
-                        logger.rtt(id, t_unix, rtt, out.qdepth_pkts, out.cwnd_bytes, out.rate_bps, out.inflight)?;
-                        if logger.has_hops() && !out.hops.is_empty() {
-                            let h: Vec<_> = out
-                                .hops
-                                .iter()
-                                .map(|h| (h.switch_id, h.egress_port, h.enq_qdepth, h.deq_timedelta_us, h.egress_ts_us))
-                                .collect();
-                            logger.hops(id, t_unix, &h)?;
-                        }
-                    }
-                }
+                stack.on_datagram(now, data, from)?;
             }
             if n < 64 {
                 break;
             }
         }
 
-        // timers, schedule stops
+        stack.on_timers(clock.now());
+        let sent_any = stack.transmit(&now_fn, &mut sink)?;
         let now = clock.now();
-        for a in flows.iter_mut() {
-            if !a.stopped && a.spec.stop_ns.is_some_and(|s| now >= s) {
-                a.stopped = true;
-                a.sender.stop(now);
-            }
-            if a.sender.next_timer().is_some_and(|t| t <= now) {
-                a.sender.on_timer(now);
-            }
-        }
-
-        // transmit, round robin
-        let mut sent_any = false;
-        let nf = flows.len();
-        for k in 0..nf {
-            let i = (rr + k) % nf;
-            for _ in 0..opts.max_burst {
-                if sb.is_full() {
-                    flush(&mut sb, &mut pending, &mut flows, &mut gaps, &mut rep)?;
-                }
-                let now = clock.now();
-                let a = &mut flows[i];
-                let t = a.sender.poll_transmit(now, sb.slot());
-                match t {
-                    Transmit::Packet(info) => {
-                        sb.commit(info.len, a.dst);
-                        pending.push((i, info.paced_gap_ns));
-                        if info.retransmission {
-                            rep.retx_pkts += 1;
-                        }
-                        sent_any = true;
-                        a.last = Transmit::Packet(info);
-                    }
-                    other => {
-                        a.last = other;
-                        break;
-                    }
-                }
-            }
-        }
-        rr = rr.wrapping_add(1);
-        flush(&mut sb, &mut pending, &mut flows, &mut gaps, &mut rep)?;
-
-        // finished flows
-        let now = clock.now();
-        let mut i = 0;
-        while i < flows.len() {
-            if flows[i].sender.is_done() {
-                let a = flows.swap_remove(i);
-                index.remove(&a.spec.id);
-                if i < flows.len() {
-                    index.insert(flows[i].spec.id, i);
-                }
-                match a.sender.state() {
-                    FlowState::Complete { .. } => rep.flows_complete += 1,
-                    _ => rep.flows_failed += 1,
-                }
-                rep.bytes_acked += a.sender.acked_bytes();
-                logger.flow(&record(&a, clock, &opts.cc_label, opts.tos & 3 != 0), &a.series)?;
-                workload.on_flow_end(a.spec.id, now);
-            } else {
-                i += 1;
-            }
-        }
-        if workload.is_finished() && flows.is_empty() {
+        stack.reap(now)?;
+        if stack.is_finished() {
             break;
         }
         if now.saturating_sub(last_flush) > 1_000_000_000 {
-            logger.flush()?;
+            stack.flush_logs()?;
             last_flush = now;
         }
         if sent_any {
@@ -420,20 +181,7 @@ pub fn run_sender(
         }
 
         // wait
-        let mut wake = now + 100_000_000;
-        for a in &flows {
-            if let Some(w) = a.sender.wakeup(&a.last) {
-                wake = wake.min(w);
-            }
-            if !a.stopped {
-                if let Some(s) = a.spec.stop_ns {
-                    wake = wake.min(s);
-                }
-            }
-        }
-        if let Some(w) = workload.next_start_ns() {
-            wake = wake.min(w);
-        }
+        let mut wake = stack.next_wakeup().map_or(now + 100_000_000, |w| w.min(now + 100_000_000));
         if let Some(e) = opts.end_ns {
             wake = wake.min(e);
         }
@@ -444,10 +192,7 @@ pub fn run_sender(
             std::hint::spin_loop();
         }
     }
-    logger.flush()?;
-    rep.elapsed_ns = clock.now() - t0;
-    rep.pacing = gaps.summary();
-    Ok(rep)
+    stack.finish(clock.now() - t0)
 }
 
 #[derive(Debug, Clone)]
@@ -463,37 +208,6 @@ pub struct UdpReceiverOptions {
     pub out_dir: Option<PathBuf>,
     /// SCHED_FIFO priority for the receive loop (prompt ACKs).
     pub rt_prio: Option<i32>,
-}
-
-pub const RECV_FLOWS_HEADER: &str = "peer,flow_id,seed,size_bytes,bytes,status,reason,first_unix_ns,last_unix_ns,complete_unix_ns,fct_ns,data_pkts,dup_pkts,corrupt_pkts,not_ect_pkts,ect1_pkts,ect0_pkts,ce_pkts,ce_bytes,telemetry_pkts,overflow_pkts,max_qdepth_pkts";
-
-pub fn recv_row(r: &RecvFlowRecord, clock: &Clock) -> String {
-    let opt = |v: Option<u64>| v.map(|x| x.to_string()).unwrap_or_default();
-    format!(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-        r.peer,
-        r.flow_id,
-        r.seed,
-        opt(r.size),
-        r.bytes,
-        r.status.as_str(),
-        csv_field(&r.status.reason()),
-        clock.unix(r.first_ns),
-        clock.unix(r.last_ns),
-        opt(r.complete_ns.map(|c| clock.unix(c))),
-        opt(r.complete_ns.map(|c| c - r.first_ns)),
-        r.data_pkts,
-        r.dup_pkts,
-        r.corrupt_pkts,
-        r.ecn_pkts[0],
-        r.ecn_pkts[1],
-        r.ecn_pkts[2],
-        r.ecn_pkts[3],
-        r.ce_bytes,
-        r.telemetry_pkts,
-        r.overflow_pkts,
-        r.max_qdepth_pkts
-    )
 }
 
 #[derive(Debug, Clone, Default)]
@@ -515,13 +229,7 @@ pub fn run_receiver(opts: &UdpReceiverOptions, clock: &Clock, stop: &AtomicBool)
     sock.set_recv_tos().map_err(DatapathError::Socket)?;
     sock.set_buffers(opts.sock_buf);
     let mut out = match &opts.out_dir {
-        Some(d) => {
-            std::fs::create_dir_all(d).map_err(|e| DatapathError::Output { path: d.clone(), source: e })?;
-            let p = d.join("recv_flows.csv");
-            let mut w = BufWriter::new(File::create(&p).map_err(|e| DatapathError::Output { path: p.clone(), source: e })?);
-            writeln!(w, "{RECV_FLOWS_HEADER}").map_err(|e| DatapathError::Output { path: p.clone(), source: e })?;
-            Some((p, w))
-        }
+        Some(d) => Some(ReceiverLog::create(d, clock.unix(0))?),
         None => None,
     };
     let mut recv = Receiver::new(opts.cfg.clone());
@@ -532,9 +240,9 @@ pub fn run_receiver(opts: &UdpReceiverOptions, clock: &Clock, stop: &AtomicBool)
     let start = clock.now();
     let mut write_finished = |recv: &mut Receiver, rep: &mut ReceiverReport| -> Result<(), DatapathError> {
         for r in recv.take_finished() {
-            if let Some((p, w)) = out.as_mut() {
-                writeln!(w, "{}", recv_row(&r, clock)).map_err(|e| DatapathError::Output { path: p.clone(), source: e })?;
-                w.flush().map_err(|e| DatapathError::Output { path: p.clone(), source: e })?;
+            if let Some(log) = out.as_mut() {
+                log.flow(&r)?;
+                log.flush()?;
             }
             rep.flows.push(r);
         }
@@ -584,12 +292,8 @@ pub fn run_receiver(opts: &UdpReceiverOptions, clock: &Clock, stop: &AtomicBool)
     recv.close_all();
     write_finished(&mut recv, &mut rep)?;
     rep.stats = recv.stats.clone();
-    if let Some(d) = &opts.out_dir {
-        let p = d.join("recv_stats.json");
-        let mut j = rep.stats.to_json();
-        j.pop();
-        j.push_str(&format!(", \"local_drops\": {}, \"flows\": {}}}\n", rep.local_drops, rep.flows.len()));
-        std::fs::write(&p, j).map_err(|e| DatapathError::Output { path: p.clone(), source: e })?;
+    if let Some(log) = out {
+        log.finish(&rep.stats, rep.local_drops, rep.flows.len())?;
     }
     Ok(rep)
 }

@@ -74,7 +74,7 @@ fn udp_loopback_byte_exact_with_garbage() {
         }
         let start = clock.now();
         let dst = listen.into();
-        let mut w = Schedule::new(
+        let w = Schedule::new(
             "test",
             vec![
                 (dst, start, Some(3_000_000), None),
@@ -84,14 +84,14 @@ fn udp_loopback_byte_exact_with_garbage() {
             1,
             42,
         );
-        let mut logger = FlowLogger::create(&dir.join("send"), 10_000_000, 1, false).unwrap();
+        let logger = FlowLogger::create(&dir.join("send"), 10_000_000, 1, false).unwrap();
         let opts = UdpSenderOptions { cc_label: "test-window".into(), ..Default::default() };
         let make = |f: &FlowSpec| -> Result<Box<dyn CongestionControl>, String> {
             // the long flow is paced at 50 Mb/s
             let rate = f.size.is_none().then_some(50_000_000);
             Ok(Box::new(Window(64 * 1336, rate)))
         };
-        let rep = udp::run_sender(&opts, &mut w, &make, &mut logger, &clock, &stop_tx).unwrap();
+        let rep = udp::run_sender(&opts, Box::new(w), Box::new(make), logger, &clock, &stop_tx).unwrap();
         assert_eq!(rep.flows_complete, 3, "{rep:?}");
         assert!(rep.pacing.samples > 100, "long flow was paced");
         let rrep = rx.join().unwrap().unwrap();
@@ -128,13 +128,13 @@ fn udp_sender_reports_missing_receiver() {
     let clock = Clock::new();
     let stop = AtomicBool::new(false);
     let dst = SocketAddrV4::new(Ipv4Addr::LOCALHOST, port).into();
-    let mut w = Schedule::new("test", vec![(dst, 0, Some(100_000), None)], 1, 1);
-    let mut logger = FlowLogger::create(&dir, 10_000_000, 1, false).unwrap();
+    let w = Schedule::new("test", vec![(dst, 0, Some(100_000), None)], 1, 1);
+    let logger = FlowLogger::create(&dir, 10_000_000, 1, false).unwrap();
     let mut opts = UdpSenderOptions::default();
     opts.sender.give_up_ns = 300_000_000;
     opts.sender.init_rto_ns = 20_000_000;
     let make = |_: &FlowSpec| -> Result<Box<dyn CongestionControl>, String> { Ok(Box::new(Window(10 * 1336, None))) };
-    let rep = udp::run_sender(&opts, &mut w, &make, &mut logger, &clock, &stop).unwrap();
+    let rep = udp::run_sender(&opts, Box::new(w), Box::new(make), logger, &clock, &stop).unwrap();
     assert_eq!(rep.flows_failed, 1);
     let flows = std::fs::read_to_string(dir.join("flows.csv")).unwrap();
     assert!(flows.contains(",no-receiver,"), "{flows}");

@@ -528,7 +528,7 @@ fn run_gen(datapath: DatapathKind, start_at: Option<u64>, start_in_ms: f64, opts
                 rt_prio: opts.rt_prio,
                 ..Default::default()
             };
-            let rep = udp::run_sender(&uopts, workload.as_mut(), &make, &mut logger, &clock, &stop)?;
+            let rep = udp::run_sender(&uopts, workload, Box::new(make), logger, &clock, &stop)?;
             (rep.to_json(), rep.flows_failed == 0)
         }
         DatapathKind::Tcp => {
