@@ -512,6 +512,14 @@ fn write_pre(pl: &Pipeline, ty: UpdType, pre: &p4v1::PacketReplicationEngineEntr
                     if cs.packet_length_bytes < 0 {
                         return Err(inval("packet_length_bytes cannot be negative"));
                     }
+                    // The engine has one class of service; accepting another
+                    // would read back as 0. PI answers the same.
+                    if cs.class_of_service != 0 {
+                        return Err(UpdErr::new(
+                            Code::Unimplemented,
+                            format!("class_of_service {}: only 0 is supported", cs.class_of_service),
+                        ));
+                    }
                     let w = replicas(&cs.replicas)?;
                     let trunc = if cs.packet_length_bytes > 0 { Some(cs.packet_length_bytes as u32) } else { None };
                     st.clone_session_set(cs.session_id, w.engine, trunc);

@@ -570,6 +570,26 @@ async fn replicas_read_back_in_the_form_written() {
     assert_eq!(left.len(), before.len() - 2);
 }
 
+/// A class of service the engine does not have is refused, not dropped
+/// (it would read back as 0); PI answers the same.
+#[tokio::test]
+async fn clone_session_class_of_service_is_unimplemented() {
+    use p4v1::packet_replication_engine_entry::Type as T;
+    let mut h = start().await;
+    let _s = primary_with_pipeline(&mut h, 3).await;
+    let cs = E::PacketReplicationEngineEntry(p4v1::PacketReplicationEngineEntry {
+        r#type: Some(T::CloneSessionEntry(p4v1::CloneSessionEntry {
+            session_id: 5,
+            replicas: vec![rep_u32(1, 0)],
+            class_of_service: 2,
+            packet_length_bytes: 0,
+        })),
+    });
+    let e = write(&mut h, 3, vec![update(U::Insert, cs)]).await.unwrap_err();
+    assert_eq!(batch_codes(&e), vec![Code::Unimplemented as i32]);
+    assert!(h.service.committed().unwrap().state.clone_session_get(5).is_none());
+}
+
 #[tokio::test]
 async fn arbitration() {
     let mut h = start().await;
