@@ -520,7 +520,13 @@ impl P4Runtime for P4RuntimeService {
             while let Some(msg) = inbound.next().await {
                 let msg = match msg {
                     Ok(m) => m,
-                    Err(_) => break,
+                    Err(st) => {
+                        // The stream cannot go on, but a close without a
+                        // status reads as OK to the client: a primary would
+                        // lose its role without being told why.
+                        let _ = tx.send(Err(unreadable_request(&st))).await;
+                        break;
+                    }
                 };
                 match msg.update {
                     Some(stream_message_request::Update::Arbitration(a)) => {
@@ -576,6 +582,20 @@ impl P4Runtime for P4RuntimeService {
         }
         Ok(Response::new(CapabilitiesResponse { p4runtime_api_version: API_VERSION.into(), experimental: None }))
     }
+}
+
+/// The status that ends a StreamChannel whose next request could not be
+/// read. tonic reports a message that does not decode as a
+/// StreamMessageRequest (or a malformed gRPC frame) as INTERNAL, but the
+/// fault is in what the client sent: INVALID_ARGUMENT. A message over the
+/// size limit keeps tonic's code (OUT_OF_RANGE / RESOURCE_EXHAUSTED). When
+/// the transport itself broke, the client is gone and never sees this.
+fn unreadable_request(st: &Status) -> Status {
+    let code = match st.code() {
+        Code::OutOfRange | Code::ResourceExhausted => st.code(),
+        _ => Code::InvalidArgument,
+    };
+    Status::new(code, format!("StreamChannel closed: unreadable StreamMessageRequest: {}", st.message()))
 }
 
 fn stream_error(code: Code, msg: &str, p: Option<p4v1::PacketOut>) -> StreamMessageResponse {

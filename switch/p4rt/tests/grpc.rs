@@ -590,6 +590,105 @@ async fn clone_session_class_of_service_is_unimplemented() {
     assert!(h.service.committed().unwrap().state.clone_session_get(5).is_none());
 }
 
+/// Sends StreamChannel messages as raw bytes, so a test can send one that
+/// is not a StreamMessageRequest; answers decode as usual.
+#[derive(Clone, Copy, Default)]
+struct RawRequestCodec;
+
+struct RawEncoder;
+
+impl tonic::codec::Encoder for RawEncoder {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+    fn encode(&mut self, item: Vec<u8>, dst: &mut tonic::codec::EncodeBuf<'_>) -> Result<(), tonic::Status> {
+        use prost::bytes::BufMut;
+        dst.put_slice(&item);
+        Ok(())
+    }
+}
+
+impl tonic::codec::Codec for RawRequestCodec {
+    type Encode = Vec<u8>;
+    type Decode = p4v1::StreamMessageResponse;
+    type Encoder = RawEncoder;
+    type Decoder = tonic_prost::ProstDecoder<p4v1::StreamMessageResponse>;
+    fn encoder(&mut self) -> RawEncoder {
+        RawEncoder
+    }
+    fn decoder(&mut self) -> Self::Decoder {
+        tonic_prost::ProstDecoder::default()
+    }
+}
+
+async fn next_raw(
+    s: &mut tonic::Streaming<p4v1::StreamMessageResponse>,
+) -> Result<Option<p4v1::StreamMessageResponse>, tonic::Status> {
+    tokio::time::timeout(std::time::Duration::from_secs(5), s.message()).await.expect("an answer within 5 s")
+}
+
+/// A StreamChannel message that does not decode ends the stream with
+/// INVALID_ARGUMENT and a message, never with OK; the controllers left are
+/// told the primary is gone.
+#[tokio::test]
+async fn undecodable_stream_message_ends_the_stream_with_invalid_argument() {
+    use prost::Message;
+    let mut h = start().await;
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", h.addr)).unwrap().connect().await.unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.unwrap();
+    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
+    let path = tonic::codegen::http::uri::PathAndQuery::from_static("/p4.v1.P4Runtime/StreamChannel");
+    let mut inbound = grpc
+        .streaming(tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx)), path, RawRequestCodec)
+        .await
+        .unwrap()
+        .into_inner();
+    let arbitration = p4v1::StreamMessageRequest {
+        update: Some(p4v1::stream_message_request::Update::Arbitration(p4v1::MasterArbitrationUpdate {
+            device_id: DEVICE,
+            election_id: eid(2),
+            ..Default::default()
+        })),
+    };
+    tx.send(arbitration.encode_to_vec()).await.unwrap();
+    match next_raw(&mut inbound).await {
+        Ok(Some(p4v1::StreamMessageResponse { update: Some(p4v1::stream_message_response::Update::Arbitration(a)) })) => {
+            assert_eq!(a.status.map(|s| s.code), Some(Code::Ok as i32), "raw client is primary")
+        }
+        other => panic!("expected an arbitration update, got {other:?}"),
+    }
+    let mut backup = open_stream(&mut h.client).await;
+    backup.arbitrate(DEVICE, 1).await;
+    assert_eq!(backup.arbitration_code().await, Code::AlreadyExists as i32);
+
+    // Field 1 (arbitration), length 5, but only one byte follows.
+    tx.send(vec![0x0a, 0x05, 0x01]).await.unwrap();
+    match next_raw(&mut inbound).await {
+        Err(st) => {
+            assert_eq!(st.code(), Code::InvalidArgument, "{st:?}");
+            assert!(st.message().contains("StreamMessageRequest"), "the message says why: {}", st.message());
+        }
+        Ok(other) => panic!("expected INVALID_ARGUMENT, got {other:?} (a close without a status reads as OK)"),
+    }
+    // The primary is gone; the backup is told so.
+    assert_eq!(backup.arbitration_code().await, Code::NotFound as i32);
+
+    // Undecodable as the very first message: the same answer.
+    let (tx2, rx2) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
+    grpc.ready().await.unwrap();
+    let path = tonic::codegen::http::uri::PathAndQuery::from_static("/p4.v1.P4Runtime/StreamChannel");
+    let mut inbound2 = grpc
+        .streaming(tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx2)), path, RawRequestCodec)
+        .await
+        .unwrap()
+        .into_inner();
+    tx2.send(vec![0xff; 16]).await.unwrap();
+    match next_raw(&mut inbound2).await {
+        Err(st) => assert_eq!(st.code(), Code::InvalidArgument, "{st:?}"),
+        Ok(other) => panic!("expected INVALID_ARGUMENT, got {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn arbitration() {
     let mut h = start().await;
