@@ -620,6 +620,23 @@ impl tonic::codec::Codec for RawRequestCodec {
     }
 }
 
+/// A StreamChannel of its own connection whose requests are raw bytes.
+async fn open_raw_stream(
+    addr: std::net::SocketAddr,
+) -> (tokio::sync::mpsc::Sender<Vec<u8>>, tonic::Streaming<p4v1::StreamMessageResponse>) {
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.unwrap();
+    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
+    let path = tonic::codegen::http::uri::PathAndQuery::from_static("/p4.v1.P4Runtime/StreamChannel");
+    let inbound = grpc
+        .streaming(tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx)), path, RawRequestCodec)
+        .await
+        .unwrap()
+        .into_inner();
+    (tx, inbound)
+}
+
 async fn next_raw(
     s: &mut tonic::Streaming<p4v1::StreamMessageResponse>,
 ) -> Result<Option<p4v1::StreamMessageResponse>, tonic::Status> {
@@ -633,16 +650,7 @@ async fn next_raw(
 async fn undecodable_stream_message_ends_the_stream_with_invalid_argument() {
     use prost::Message;
     let mut h = start().await;
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", h.addr)).unwrap().connect().await.unwrap();
-    let mut grpc = tonic::client::Grpc::new(channel);
-    grpc.ready().await.unwrap();
-    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
-    let path = tonic::codegen::http::uri::PathAndQuery::from_static("/p4.v1.P4Runtime/StreamChannel");
-    let mut inbound = grpc
-        .streaming(tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx)), path, RawRequestCodec)
-        .await
-        .unwrap()
-        .into_inner();
+    let (tx, mut inbound) = open_raw_stream(h.addr).await;
     let arbitration = p4v1::StreamMessageRequest {
         update: Some(p4v1::stream_message_request::Update::Arbitration(p4v1::MasterArbitrationUpdate {
             device_id: DEVICE,
@@ -674,14 +682,7 @@ async fn undecodable_stream_message_ends_the_stream_with_invalid_argument() {
     assert_eq!(backup.arbitration_code().await, Code::NotFound as i32);
 
     // Undecodable as the very first message: the same answer.
-    let (tx2, rx2) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
-    grpc.ready().await.unwrap();
-    let path = tonic::codegen::http::uri::PathAndQuery::from_static("/p4.v1.P4Runtime/StreamChannel");
-    let mut inbound2 = grpc
-        .streaming(tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx2)), path, RawRequestCodec)
-        .await
-        .unwrap()
-        .into_inner();
+    let (tx2, mut inbound2) = open_raw_stream(h.addr).await;
     tx2.send(vec![0xff; 16]).await.unwrap();
     match next_raw(&mut inbound2).await {
         Err(st) => assert_eq!(st.code(), Code::InvalidArgument, "{st:?}"),
