@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One-time (idempotent) set-up of a fresh Debian/Ubuntu machine for p4cc:
-# Debian packages, the Python venv, and the Rust builds. `make setup` runs
+# Debian packages, the Python venvs, and the Rust builds. `make setup` runs
 # it, and `make run` / `make test` run `make setup` first.
 #
 # It installs nothing p4c/bmv2-related: those are in no registry; p4cc
@@ -52,6 +52,22 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/pip install -q --disable-pip-version-check --no-deps -e .
   rm -f "$stamp_dir"/.p4cc-setup-*
   touch "$stamp"
+fi
+
+# finsy (the second P4Runtime client of the tests) in a venv of its own: it
+# needs a current protobuf, the p4runtime wheel of .venv an old one. No
+# system site packages, so Debian's python3-protobuf cannot shadow finsy's.
+finsy_want=$(sha256sum requirements-finsy.txt | cut -c1-16)
+finsy_stamp=".venv-finsy/.p4cc-setup-$finsy_want"
+if [ ! -f "$finsy_stamp" ] || [ ! -x .venv-finsy/bin/python ]; then
+  if [ ! -x .venv-finsy/bin/python ]; then
+    log "creating .venv-finsy from /usr/bin/python3 (finsy, for the P4Runtime tests)"
+    /usr/bin/python3 -m venv .venv-finsy
+  fi
+  log "installing finsy into .venv-finsy"
+  .venv-finsy/bin/pip install -q --disable-pip-version-check -r requirements-finsy.txt
+  rm -f .venv-finsy/.p4cc-setup-*
+  touch "$finsy_stamp"
 fi
 
 command -v cargo >/dev/null || die "cargo not found: install Rust (https://rustup.rs or Debian's cargo)"

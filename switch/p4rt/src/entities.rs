@@ -4,7 +4,7 @@ use crate::binding::{BoundTable, Binding, ControllerHeader, FieldKind, Scope};
 use crate::bytes::{self, BytesError};
 use crate::proto::p4::v1 as p4v1;
 use crate::proto::p4::v1::{entity::Entity as E, field_match::FieldMatchType as Fmt, update::Type as UpdType};
-use crate::server::{lock, Pipeline};
+use crate::server::{lock, Pipeline, PortForm, PreWritten};
 use pipeline::{ActionCall, CounterValue, ErrorCode, MatchKey, Replica, StateError, TableEntry};
 use tonic::Code;
 
@@ -446,16 +446,23 @@ fn write_table_entry(pl: &Pipeline, b: &Binding, ty: UpdType, te: &p4v1::TableEn
     }
 }
 
-fn replicas(rs: &[p4v1::Replica]) -> R<Vec<Replica>> {
+/// A replica list as the engine takes it, and the book of how it was written.
+struct WrittenReplicas {
+    engine: Vec<Replica>,
+    book: PreWritten,
+}
+
+fn replicas(rs: &[p4v1::Replica]) -> R<WrittenReplicas> {
     use p4v1::replica::PortKind;
-    let mut out = Vec::with_capacity(rs.len());
+    let mut engine = Vec::with_capacity(rs.len());
+    let mut book = PreWritten::default();
     for r in rs {
         #[allow(deprecated)]
-        let port = match &r.port_kind {
-            Some(PortKind::EgressPort(p)) => *p,
+        let (port, form) = match &r.port_kind {
+            Some(PortKind::EgressPort(p)) => (*p, PortForm::Uint32),
             Some(PortKind::Port(b)) => {
                 let v = bytes::to_width(b, 32).map_err(|e| range("replica port", e))?;
-                u32::from_be_bytes([v[0], v[1], v[2], v[3]])
+                (u32::from_be_bytes([v[0], v[1], v[2], v[3]]), PortForm::Bytes)
             }
             None => return Err(inval("replica without a port")),
         };
@@ -469,17 +476,22 @@ fn replicas(rs: &[p4v1::Replica]) -> R<Vec<Replica>> {
             return Err(UpdErr::new(Code::Unimplemented, "backup replicas are not supported"));
         }
         let rep = Replica { port, rid: r.instance as u16 };
-        if out.contains(&rep) {
+        // The same pair in the other port form is the same replica.
+        if engine.contains(&rep) {
             return Err(inval(format!("replica (port {port}, instance {}) given twice", r.instance)));
         }
-        out.push(rep);
+        engine.push(rep);
+        book.port_forms.insert((port, rep.rid), form);
     }
-    Ok(out)
+    Ok(WrittenReplicas { engine, book })
 }
 
 fn write_pre(pl: &Pipeline, ty: UpdType, pre: &p4v1::PacketReplicationEngineEntry) -> R<()> {
     use p4v1::packet_replication_engine_entry::Type;
     let st = &pl.state;
+    // Held across the engine change: a Read takes it too, so it never pairs
+    // new replicas with an old book.
+    let mut book = lock(&pl.pre);
     match &pre.r#type {
         Some(Type::CloneSessionEntry(cs)) => {
             if cs.session_id == 0 {
@@ -500,10 +512,18 @@ fn write_pre(pl: &Pipeline, ty: UpdType, pre: &p4v1::PacketReplicationEngineEntr
                     if cs.packet_length_bytes < 0 {
                         return Err(inval("packet_length_bytes cannot be negative"));
                     }
-                    let reps = replicas(&cs.replicas)?;
+                    // The engine has one class of service; accepting another
+                    // would read back as 0. PI answers the same.
+                    if cs.class_of_service != 0 {
+                        return Err(UpdErr::new(
+                            Code::Unimplemented,
+                            format!("class_of_service {}: only 0 is supported", cs.class_of_service),
+                        ));
+                    }
+                    let w = replicas(&cs.replicas)?;
                     let trunc = if cs.packet_length_bytes > 0 { Some(cs.packet_length_bytes as u32) } else { None };
-                    st.clone_session_set(cs.session_id, reps, trunc);
-                    lock(&pl.pre).clone_sessions.insert(cs.session_id);
+                    st.clone_session_set(cs.session_id, w.engine, trunc);
+                    book.clone_sessions.insert(cs.session_id, w.book);
                     Ok(())
                 }
                 _ => {
@@ -511,7 +531,7 @@ fn write_pre(pl: &Pipeline, ty: UpdType, pre: &p4v1::PacketReplicationEngineEntr
                         return Err(UpdErr::new(Code::NotFound, format!("no clone session {}", cs.session_id)));
                     }
                     st.clone_session_delete(cs.session_id)?;
-                    lock(&pl.pre).clone_sessions.remove(&cs.session_id);
+                    book.clone_sessions.remove(&cs.session_id);
                     Ok(())
                 }
             }
@@ -530,8 +550,10 @@ fn write_pre(pl: &Pipeline, ty: UpdType, pre: &p4v1::PacketReplicationEngineEntr
                     if ty == UpdType::Modify && !exists {
                         return Err(UpdErr::new(Code::NotFound, format!("no multicast group {g}")));
                     }
-                    st.mcast_group_set(g, replicas(&mg.replicas)?);
-                    lock(&pl.pre).mcast_groups.insert(g);
+                    let mut w = replicas(&mg.replicas)?;
+                    w.book.metadata = mg.metadata.clone();
+                    st.mcast_group_set(g, w.engine);
+                    book.mcast_groups.insert(g, w.book);
                     Ok(())
                 }
                 _ => {
@@ -539,7 +561,7 @@ fn write_pre(pl: &Pipeline, ty: UpdType, pre: &p4v1::PacketReplicationEngineEntr
                         return Err(UpdErr::new(Code::NotFound, format!("no multicast group {g}")));
                     }
                     st.mcast_group_delete(g)?;
-                    lock(&pl.pre).mcast_groups.remove(&g);
+                    book.mcast_groups.remove(&g);
                     Ok(())
                 }
             }
@@ -709,12 +731,17 @@ pub fn read_entity(pl: &Pipeline, b: &Binding, q: &p4v1::Entity, out: &mut Vec<p
     }
 }
 
-fn replica_msgs(rs: &[Replica]) -> Vec<p4v1::Replica> {
+/// The replicas in the form each was written (see [`crate::server::PreBook`]).
+fn replica_msgs(rs: &[Replica], book: &PreWritten) -> Vec<p4v1::Replica> {
+    use p4v1::replica::PortKind;
     rs.iter()
-        .map(|r| p4v1::Replica {
-            instance: r.rid as u32,
-            backup_replicas: vec![],
-            port_kind: Some(p4v1::replica::PortKind::Port(bytes::canonical(&r.port.to_be_bytes()))),
+        .map(|r| {
+            #[allow(deprecated)]
+            let port_kind = match book.port_form(r.port, r.rid) {
+                PortForm::Uint32 => PortKind::EgressPort(r.port),
+                PortForm::Bytes => PortKind::Port(bytes::canonical(&r.port.to_be_bytes())),
+            };
+            p4v1::Replica { instance: r.rid as u32, backup_replicas: vec![], port_kind: Some(port_kind) }
         })
         .collect()
 }
@@ -725,14 +752,18 @@ fn read_pre(pl: &Pipeline, pre: &p4v1::PacketReplicationEngineEntry, out: &mut V
     let wrap = |t: Type| p4v1::Entity {
         entity: Some(E::PacketReplicationEngineEntry(p4v1::PacketReplicationEngineEntry { r#type: Some(t) })),
     };
+    // Held while the engine is read: a Write changes both under it.
+    let book = lock(&pl.pre);
+    let none = PreWritten::default();
     match &pre.r#type {
         Some(Type::CloneSessionEntry(cs)) => {
-            let ids: Vec<u32> = if cs.session_id == 0 { lock(&pl.pre).clone_sessions.iter().copied().collect() } else { vec![cs.session_id] };
+            let ids: Vec<u32> =
+                if cs.session_id == 0 { book.clone_sessions.keys().copied().collect() } else { vec![cs.session_id] };
             for id in ids {
                 match st.clone_session_get(id) {
                     Some((reps, trunc)) => out.push(wrap(Type::CloneSessionEntry(p4v1::CloneSessionEntry {
                         session_id: id,
-                        replicas: replica_msgs(&reps),
+                        replicas: replica_msgs(&reps, book.clone_sessions.get(&id).unwrap_or(&none)),
                         class_of_service: 0,
                         packet_length_bytes: trunc.map(|t| t.min(i32::MAX as u32) as i32).unwrap_or(0),
                     }))),
@@ -748,15 +779,21 @@ fn read_pre(pl: &Pipeline, pre: &p4v1::PacketReplicationEngineEntry, out: &mut V
             if mg.multicast_group_id > u16::MAX as u32 {
                 return Err(UpdErr::new(Code::NotFound, format!("no multicast group {}", mg.multicast_group_id)));
             }
-            let ids: Vec<u16> =
-                if mg.multicast_group_id == 0 { lock(&pl.pre).mcast_groups.iter().copied().collect() } else { vec![mg.multicast_group_id as u16] };
+            let ids: Vec<u16> = if mg.multicast_group_id == 0 {
+                book.mcast_groups.keys().copied().collect()
+            } else {
+                vec![mg.multicast_group_id as u16]
+            };
             for id in ids {
                 match st.mcast_group_get(id) {
-                    Some(reps) => out.push(wrap(Type::MulticastGroupEntry(p4v1::MulticastGroupEntry {
-                        multicast_group_id: id as u32,
-                        replicas: replica_msgs(&reps),
-                        metadata: vec![],
-                    }))),
+                    Some(reps) => {
+                        let w = book.mcast_groups.get(&id).unwrap_or(&none);
+                        out.push(wrap(Type::MulticastGroupEntry(p4v1::MulticastGroupEntry {
+                            multicast_group_id: id as u32,
+                            replicas: replica_msgs(&reps, w),
+                            metadata: w.metadata.clone(),
+                        })))
+                    }
                     None if mg.multicast_group_id != 0 => {
                         return Err(UpdErr::new(Code::NotFound, format!("no multicast group {id}")))
                     }
@@ -766,7 +803,9 @@ fn read_pre(pl: &Pipeline, pre: &p4v1::PacketReplicationEngineEntry, out: &mut V
             Ok(())
         }
         None => {
-            // Everything in the replication engine.
+            // Everything in the replication engine (the lock is taken again
+            // per kind).
+            drop(book);
             for t in [
                 Type::CloneSessionEntry(Default::default()),
                 Type::MulticastGroupEntry(Default::default()),
@@ -836,12 +875,12 @@ pub fn migrate(old: &Pipeline, new: &Pipeline) -> Result<(), String> {
         }
     }
     let pre = lock(&old.pre).clone();
-    for id in &pre.clone_sessions {
+    for id in pre.clone_sessions.keys() {
         if let Some((reps, trunc)) = os.clone_session_get(*id) {
             ns.clone_session_set(*id, reps, trunc);
         }
     }
-    for id in &pre.mcast_groups {
+    for id in pre.mcast_groups.keys() {
         if let Some(reps) = os.mcast_group_get(*id) {
             ns.mcast_group_set(*id, reps);
         }

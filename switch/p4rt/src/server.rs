@@ -16,6 +16,7 @@ use crate::proto::p4::v1::{
 };
 use pipeline::{Program, State};
 use prost::Message;
+use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,14 +38,53 @@ pub struct Pipeline {
     /// `None` when the pipeline came from a JSON file without a P4Info.
     pub binding: Option<Binding>,
     pub config: ForwardingPipelineConfig,
-    /// Clone sessions and multicast groups written, for wildcard reads.
-    pub pre: Mutex<PreIds>,
+    /// Clone sessions and multicast groups written, with what the engine
+    /// does not keep of them. Writes hold this lock while they change the
+    /// engine, so a Read sees the two agree.
+    pub pre: Mutex<PreBook>,
 }
 
+/// The replication engine as the controller wrote it. The engine keeps
+/// only (port, instance) pairs; a Read must answer with the message that was
+/// written (spec: read-write symmetry), so the form of each replica's port
+/// and a multicast group's opaque metadata are kept here. Its keys are also
+/// the ids a wildcard Read lists.
 #[derive(Debug, Clone, Default)]
-pub struct PreIds {
-    pub clone_sessions: std::collections::BTreeSet<u32>,
-    pub mcast_groups: std::collections::BTreeSet<u16>,
+pub struct PreBook {
+    pub clone_sessions: BTreeMap<u32, PreWritten>,
+    pub mcast_groups: BTreeMap<u16, PreWritten>,
+}
+
+/// What one clone session or multicast group was written with, beyond its
+/// replicas' (port, instance) pairs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PreWritten {
+    /// The port form of each replica, by (port, instance): the pair is
+    /// unique within an entry (a duplicate is refused), the order of the
+    /// replicas is the engine's.
+    pub port_forms: BTreeMap<(u32, u16), PortForm>,
+    /// `MulticastGroupEntry.metadata`: opaque to the target, returned on Read.
+    pub metadata: Vec<u8>,
+}
+
+impl PreWritten {
+    /// The form `port` of replica (port, instance) was written in. A replica
+    /// the book does not know of (none today) reads in the current form.
+    pub fn port_form(&self, port: u32, instance: u16) -> PortForm {
+        self.port_forms.get(&(port, instance)).copied().unwrap_or_default()
+    }
+}
+
+/// How a `p4.v1.Replica` named its port. P4Runtime 1.4 replaced the
+/// `uint32 egress_port` by `bytes port` in a oneof; both are valid, and
+/// clients still write the old one (p4cc's own controller does).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PortForm {
+    /// `bytes port` (P4Runtime ≥ 1.4), read back canonical.
+    #[default]
+    Bytes,
+    /// The deprecated `uint32 egress_port`.
+    Uint32,
 }
 
 /// Where the packet path picks up the live pipeline. The server replaces
@@ -156,7 +196,7 @@ pub fn build_from_json(json: &[u8], info: Option<&P4Info>) -> Result<Pipeline, S
             p4_device_config: json.to_vec(),
             cookie: None,
         },
-        pre: Mutex::new(PreIds::default()),
+        pre: Mutex::new(PreBook::default()),
     })
 }
 
@@ -480,7 +520,13 @@ impl P4Runtime for P4RuntimeService {
             while let Some(msg) = inbound.next().await {
                 let msg = match msg {
                     Ok(m) => m,
-                    Err(_) => break,
+                    Err(st) => {
+                        // The stream cannot go on, but a close without a
+                        // status reads as OK to the client: a primary would
+                        // lose its role without being told why.
+                        let _ = tx.send(Err(unreadable_request(&st))).await;
+                        break;
+                    }
                 };
                 match msg.update {
                     Some(stream_message_request::Update::Arbitration(a)) => {
@@ -536,6 +582,20 @@ impl P4Runtime for P4RuntimeService {
         }
         Ok(Response::new(CapabilitiesResponse { p4runtime_api_version: API_VERSION.into(), experimental: None }))
     }
+}
+
+/// The status that ends a StreamChannel whose next request could not be
+/// read. tonic reports a message that does not decode as a
+/// StreamMessageRequest (or a malformed gRPC frame) as INTERNAL, but the
+/// fault is in what the client sent: INVALID_ARGUMENT. A message over the
+/// size limit keeps tonic's code (OUT_OF_RANGE / RESOURCE_EXHAUSTED). When
+/// the transport itself broke, the client is gone and never sees this.
+fn unreadable_request(st: &Status) -> Status {
+    let code = match st.code() {
+        Code::OutOfRange | Code::ResourceExhausted => st.code(),
+        _ => Code::InvalidArgument,
+    };
+    Status::new(code, format!("StreamChannel closed: unreadable StreamMessageRequest: {}", st.message()))
 }
 
 fn stream_error(code: Code, msg: &str, p: Option<p4v1::PacketOut>) -> StreamMessageResponse {

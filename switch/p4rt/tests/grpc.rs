@@ -468,6 +468,228 @@ async fn replication_engine() {
     assert_eq!(got.len(), 1, "all PRE entries: the one group");
 }
 
+fn pre_entity(e: &p4v1::Entity) -> &p4v1::packet_replication_engine_entry::Type {
+    match &e.entity {
+        Some(E::PacketReplicationEngineEntry(p4v1::PacketReplicationEngineEntry { r#type: Some(t) })) => t,
+        other => panic!("not a replication engine entry: {other:?}"),
+    }
+}
+
+/// A replica in the deprecated `uint32 egress_port` form (P4Runtime < 1.4).
+fn rep_u32(port: u32, instance: u32) -> p4v1::Replica {
+    #[allow(deprecated)]
+    let kind = p4v1::replica::PortKind::EgressPort(port);
+    p4v1::Replica { instance, backup_replicas: vec![], port_kind: Some(kind) }
+}
+
+/// A replica in the `bytes port` form (P4Runtime ≥ 1.4), bytes as given.
+fn rep_bytes(port: &[u8], instance: u32) -> p4v1::Replica {
+    p4v1::Replica { instance, backup_replicas: vec![], port_kind: Some(p4v1::replica::PortKind::Port(port.to_vec())) }
+}
+
+/// Spec "read-write symmetry": a replica reads back in the form it was
+/// written, `egress_port` or `port`, for clone sessions and multicast groups,
+/// through INSERT, MODIFY, wildcard reads and RECONCILE_AND_COMMIT.
+#[tokio::test]
+async fn replicas_read_back_in_the_form_written() {
+    use p4v1::packet_replication_engine_entry::Type as T;
+    let mut h = start().await;
+    let _s = primary_with_pipeline(&mut h, 3).await;
+    let pre = |t: T| E::PacketReplicationEngineEntry(p4v1::PacketReplicationEngineEntry { r#type: Some(t) });
+    let cs = |id: u32, replicas: Vec<p4v1::Replica>| p4v1::CloneSessionEntry {
+        session_id: id,
+        replicas,
+        class_of_service: 0,
+        packet_length_bytes: 128,
+    };
+    let mg = |id: u32, replicas: Vec<p4v1::Replica>, metadata: &[u8]| p4v1::MulticastGroupEntry {
+        multicast_group_id: id,
+        replicas,
+        metadata: metadata.to_vec(),
+    };
+    // Every form in one entry, port 0 in both; canonical bytes throughout.
+    let mixed = vec![rep_u32(2, 0), rep_bytes(&[3], 1), rep_bytes(&[0], 2), rep_u32(0, 3), rep_u32(511, 4)];
+    let only_u32 = vec![rep_u32(1, 0), rep_u32(2, 0)];
+    let only_bytes = vec![rep_bytes(&[1], 0), rep_bytes(&[1, 0xff], 7)];
+    let written = vec![
+        T::CloneSessionEntry(cs(10, mixed.clone())),
+        T::CloneSessionEntry(cs(11, only_u32.clone())),
+        T::CloneSessionEntry(cs(12, only_bytes.clone())),
+        T::MulticastGroupEntry(mg(1, mixed.clone(), b"")),
+        T::MulticastGroupEntry(mg(2, only_u32.clone(), b"\x00opaque\xff")),
+        T::MulticastGroupEntry(mg(3, only_bytes.clone(), b"m")),
+    ];
+    write(&mut h, 3, written.iter().cloned().map(|t| update(U::Insert, pre(t))).collect()).await.unwrap();
+    let read_one = |t: &T| match t {
+        T::CloneSessionEntry(c) => T::CloneSessionEntry(p4v1::CloneSessionEntry { session_id: c.session_id, ..Default::default() }),
+        T::MulticastGroupEntry(m) => T::MulticastGroupEntry(p4v1::MulticastGroupEntry { multicast_group_id: m.multicast_group_id, ..Default::default() }),
+    };
+    for w in &written {
+        let got = read(&mut h, vec![pre(read_one(w))]).await.unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(pre_entity(&got[0]), w, "read by id");
+    }
+    // Wildcard: every entry, each in its own forms.
+    let all = read(&mut h, vec![E::PacketReplicationEngineEntry(Default::default())]).await.unwrap();
+    assert_eq!(all.iter().map(pre_entity).cloned().collect::<Vec<_>>(), written, "wildcard read");
+
+    // Padded bytes read back canonical (spec: bytestrings); the form stays.
+    write(&mut h, 3, vec![update(U::Modify, pre(T::CloneSessionEntry(cs(10, vec![rep_bytes(&[0, 0, 0, 5], 9)]))))])
+        .await
+        .unwrap();
+    let got = read(&mut h, vec![pre(read_one(&written[0]))]).await.unwrap();
+    assert_eq!(pre_entity(&got[0]), &T::CloneSessionEntry(cs(10, vec![rep_bytes(&[5], 9)])));
+    // MODIFY switches a replica's form: the last write wins.
+    write(&mut h, 3, vec![update(U::Modify, pre(T::MulticastGroupEntry(mg(3, vec![rep_u32(1, 0), rep_bytes(&[2], 0)], b""))))])
+        .await
+        .unwrap();
+    let got = read(&mut h, vec![pre(read_one(&written[5]))]).await.unwrap();
+    assert_eq!(pre_entity(&got[0]), &T::MulticastGroupEntry(mg(3, vec![rep_u32(1, 0), rep_bytes(&[2], 0)], b"")));
+    // The same (port, instance) in both forms is one replica given twice.
+    let e = write(&mut h, 3, vec![update(U::Insert, pre(T::MulticastGroupEntry(mg(4, vec![rep_u32(6, 1), rep_bytes(&[6], 1)], b""))))])
+        .await
+        .unwrap_err();
+    assert_eq!(batch_codes(&e), vec![Code::InvalidArgument as i32]);
+    // The engine replicates the same either way.
+    let st = h.service.committed().unwrap().state.clone();
+    assert_eq!(st.mcast_group_get(3).unwrap().iter().map(|r| (r.port, r.rid)).collect::<Vec<_>>(), vec![(1, 0), (2, 0)]);
+
+    // RECONCILE_AND_COMMIT carries the forms over with the sessions/groups.
+    let before = read(&mut h, vec![E::PacketReplicationEngineEntry(Default::default())]).await.unwrap();
+    h.client
+        .set_forwarding_pipeline_config(set_cfg(p4v1::set_forwarding_pipeline_config_request::Action::ReconcileAndCommit, 3, Some(config(8))))
+        .await
+        .unwrap();
+    let after = read(&mut h, vec![E::PacketReplicationEngineEntry(Default::default())]).await.unwrap();
+    assert_eq!(after, before);
+    // DELETE forgets them.
+    write(&mut h, 3, vec![update(U::Delete, pre(T::CloneSessionEntry(cs(10, vec![])))), update(U::Delete, pre(T::MulticastGroupEntry(mg(1, vec![], b""))))])
+        .await
+        .unwrap();
+    let left = read(&mut h, vec![E::PacketReplicationEngineEntry(Default::default())]).await.unwrap();
+    assert_eq!(left.len(), before.len() - 2);
+}
+
+/// A class of service the engine does not have is refused, not dropped
+/// (it would read back as 0); PI answers the same.
+#[tokio::test]
+async fn clone_session_class_of_service_is_unimplemented() {
+    use p4v1::packet_replication_engine_entry::Type as T;
+    let mut h = start().await;
+    let _s = primary_with_pipeline(&mut h, 3).await;
+    let cs = E::PacketReplicationEngineEntry(p4v1::PacketReplicationEngineEntry {
+        r#type: Some(T::CloneSessionEntry(p4v1::CloneSessionEntry {
+            session_id: 5,
+            replicas: vec![rep_u32(1, 0)],
+            class_of_service: 2,
+            packet_length_bytes: 0,
+        })),
+    });
+    let e = write(&mut h, 3, vec![update(U::Insert, cs)]).await.unwrap_err();
+    assert_eq!(batch_codes(&e), vec![Code::Unimplemented as i32]);
+    assert!(h.service.committed().unwrap().state.clone_session_get(5).is_none());
+}
+
+/// Sends StreamChannel messages as raw bytes, so a test can send one that
+/// is not a StreamMessageRequest; answers decode as usual.
+#[derive(Clone, Copy, Default)]
+struct RawRequestCodec;
+
+struct RawEncoder;
+
+impl tonic::codec::Encoder for RawEncoder {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+    fn encode(&mut self, item: Vec<u8>, dst: &mut tonic::codec::EncodeBuf<'_>) -> Result<(), tonic::Status> {
+        use prost::bytes::BufMut;
+        dst.put_slice(&item);
+        Ok(())
+    }
+}
+
+impl tonic::codec::Codec for RawRequestCodec {
+    type Encode = Vec<u8>;
+    type Decode = p4v1::StreamMessageResponse;
+    type Encoder = RawEncoder;
+    type Decoder = tonic_prost::ProstDecoder<p4v1::StreamMessageResponse>;
+    fn encoder(&mut self) -> RawEncoder {
+        RawEncoder
+    }
+    fn decoder(&mut self) -> Self::Decoder {
+        tonic_prost::ProstDecoder::default()
+    }
+}
+
+/// A StreamChannel of its own connection whose requests are raw bytes.
+async fn open_raw_stream(
+    addr: std::net::SocketAddr,
+) -> (tokio::sync::mpsc::Sender<Vec<u8>>, tonic::Streaming<p4v1::StreamMessageResponse>) {
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.unwrap();
+    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
+    let path = tonic::codegen::http::uri::PathAndQuery::from_static("/p4.v1.P4Runtime/StreamChannel");
+    let inbound = grpc
+        .streaming(tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx)), path, RawRequestCodec)
+        .await
+        .unwrap()
+        .into_inner();
+    (tx, inbound)
+}
+
+async fn next_raw(
+    s: &mut tonic::Streaming<p4v1::StreamMessageResponse>,
+) -> Result<Option<p4v1::StreamMessageResponse>, tonic::Status> {
+    tokio::time::timeout(std::time::Duration::from_secs(5), s.message()).await.expect("an answer within 5 s")
+}
+
+/// A StreamChannel message that does not decode ends the stream with
+/// INVALID_ARGUMENT and a message, never with OK; the controllers left are
+/// told the primary is gone.
+#[tokio::test]
+async fn undecodable_stream_message_ends_the_stream_with_invalid_argument() {
+    use prost::Message;
+    let mut h = start().await;
+    let (tx, mut inbound) = open_raw_stream(h.addr).await;
+    let arbitration = p4v1::StreamMessageRequest {
+        update: Some(p4v1::stream_message_request::Update::Arbitration(p4v1::MasterArbitrationUpdate {
+            device_id: DEVICE,
+            election_id: eid(2),
+            ..Default::default()
+        })),
+    };
+    tx.send(arbitration.encode_to_vec()).await.unwrap();
+    match next_raw(&mut inbound).await {
+        Ok(Some(p4v1::StreamMessageResponse { update: Some(p4v1::stream_message_response::Update::Arbitration(a)) })) => {
+            assert_eq!(a.status.map(|s| s.code), Some(Code::Ok as i32), "raw client is primary")
+        }
+        other => panic!("expected an arbitration update, got {other:?}"),
+    }
+    let mut backup = open_stream(&mut h.client).await;
+    backup.arbitrate(DEVICE, 1).await;
+    assert_eq!(backup.arbitration_code().await, Code::AlreadyExists as i32);
+
+    // Field 1 (arbitration), length 5, but only one byte follows.
+    tx.send(vec![0x0a, 0x05, 0x01]).await.unwrap();
+    match next_raw(&mut inbound).await {
+        Err(st) => {
+            assert_eq!(st.code(), Code::InvalidArgument, "{st:?}");
+            assert!(st.message().contains("StreamMessageRequest"), "the message says why: {}", st.message());
+        }
+        Ok(other) => panic!("expected INVALID_ARGUMENT, got {other:?} (a close without a status reads as OK)"),
+    }
+    // The primary is gone; the backup is told so.
+    assert_eq!(backup.arbitration_code().await, Code::NotFound as i32);
+
+    // Undecodable as the very first message: the same answer.
+    let (tx2, mut inbound2) = open_raw_stream(h.addr).await;
+    tx2.send(vec![0xff; 16]).await.unwrap();
+    match next_raw(&mut inbound2).await {
+        Err(st) => assert_eq!(st.code(), Code::InvalidArgument, "{st:?}"),
+        Ok(other) => panic!("expected INVALID_ARGUMENT, got {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn arbitration() {
     let mut h = start().await;
