@@ -76,6 +76,8 @@ log "building the embedded switch (switch/, release)"
 cargo build --release --quiet --manifest-path switch/Cargo.toml
 log "building the host agents (hosts/, release)"
 cargo build --release --quiet --manifest-path hosts/Cargo.toml
+log "building the virtual-time simulator (sim/, release)"
+cargo build --release --quiet --manifest-path sim/Cargo.toml
 if [ -f hosts/bpf/Makefile ]; then
   log "building the BPF DCTCP"
   make -s -C hosts/bpf

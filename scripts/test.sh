@@ -16,6 +16,7 @@ step "p4 output is fresh"       python3 tools/p4build.py check
 step "tofino program type-checks" python3 tools/p4build.py tna-check
 step "rust: host agents"        cargo test --release --manifest-path hosts/Cargo.toml
 step "rust: embedded switch"    cargo test --release --manifest-path switch/Cargo.toml
+step "rust: simulator"          cargo test --release --manifest-path sim/Cargo.toml
 step "python: unit + integration" .venv/bin/python -m pytest -q
 step "ptf: embedded target"     .venv/bin/python ptf-tests/run.py --target embedded
 step "ptf: bmv2"                .venv/bin/python ptf-tests/run.py --target bmv2 --skip-if-absent

@@ -85,8 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("list", help="the experiments").set_defaults(fn=_list)
     r = sub.add_parser("run", help="run an experiment end to end")
     r.add_argument("experiment", nargs="?")
-    r.add_argument("--target", default="auto", choices=("auto", "embedded", "bmv2"),
-                   help="switch target (auto: the embedded target unless bmv2 is asked for)")
+    r.add_argument("--target", default="auto", choices=("auto", "embedded", "bmv2", "sim"),
+                   help="switch target (auto: the embedded target unless bmv2 is asked for; "
+                        "sim: virtual time)")
     r.add_argument("--plan", help="run a saved scenario plan (plan.json) exactly")
     r.add_argument("--plan-only", action="store_true",
                    help="write the plan (plan.json in --out) and run nothing")

@@ -165,14 +165,10 @@ class NamespaceLab:
             progress.sleep(max(0.0, (t0 - time.time_ns()) / 1e9 + offset_s), alive)
 
         reads: dict[str, dict] = {}
-        schedule = sorted([(e.at_s, "event", e) for e in arm.events]
-                          + [(arm.warmup_s, "read", "start")]
-                          + [(max(arm.warmup_s + END_MARGIN_S, arm.end_s() - END_MARGIN_S),
-                              "read", "end")], key=lambda x: x[0])
-        for offset, what, item in schedule:
+        for offset, what, item in self.schedule(arm):
             at(offset)
             if what == "event":
-                self._apply_event(sw, item)
+                self.apply_event(sw, item)
             else:
                 reads[item] = {"unix_ns": time.time_ns(),
                                "ports": {r.key(): sw.ops[r.switch].port_counters([r.port])[r.port]
@@ -189,7 +185,17 @@ class NamespaceLab:
         return {"target": self.target}
 
     @staticmethod
-    def _apply_event(sw, e) -> None:
+    def schedule(arm: ArmPlan) -> list[tuple[float, str, object]]:
+        """What happens when, in seconds from the traffic start: the plan's
+        events, and the counter readings after the warm-up and just before
+        the end (every executor reads at the same instants)."""
+        return sorted([(e.at_s, "event", e) for e in arm.events]
+                      + [(arm.warmup_s, "read", "start")]
+                      + [(max(arm.warmup_s + END_MARGIN_S, arm.end_s() - END_MARGIN_S),
+                          "read", "end")], key=lambda x: x[0])
+
+    @staticmethod
+    def apply_event(sw, e) -> None:
         ops = sw.ops[e.switch]
         s = dict(e.set)
         if "ecn_k_pkts" in s:

@@ -50,6 +50,19 @@ class Progress:
         print(f"[p4cc] {message}", file=self.stream, flush=True)
         self.draw(force=True)
 
+    def simulated(self, sim_s: float, until_s: float, events_per_s: float, wall_s: float) -> None:
+        """Where a virtual-time run stands: simulated seconds done of the
+        arm's, event rate, and the wall time that is likely left."""
+        left = (until_s - sim_s) * wall_s / sim_s if sim_s > 0 else 0.0
+        line = (f"{self._phase}: simulated {sim_s:.3f} of {until_s:.3f} s, "
+                f"{events_per_s / 1e3:.0f}k events/s, ~{fmt_secs(left)} wall left")
+        if self.tty:
+            self.stream.write("\r" + line[:110].ljust(110))
+            self.stream.flush()
+        elif time.monotonic() - self._last_draw >= 10:
+            print(f"[p4cc] {line}", file=self.stream, flush=True)
+            self._last_draw = time.monotonic()
+
     def left(self) -> float:
         in_phase = min(time.monotonic() - self._phase_start, self._phase_planned)
         return max(0.0, self.total_planned_s - self._done_planned - in_phase)

@@ -10,7 +10,7 @@ use crate::wire::{
     self, Ack, SackBlock, WireError, AF_COMPLETE, AF_CE, AF_CORRUPT, AF_DUP, AF_TELEMETRY, DF_PROBE, NO_QDEPTH,
     SIZE_UNKNOWN, TYPE_ABORT,
 };
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::net::SocketAddr;
 use telemetry::shim::HopRecord;
 use telemetry::ShimError;
@@ -201,7 +201,9 @@ type Key = (SocketAddr, u32);
 
 pub struct Receiver {
     cfg: ReceiverConfig,
-    flows: HashMap<Key, RecvFlow>,
+    /// Ordered, so timers fire and shutdown records flows in the same order
+    /// on every run (the simulator's results are byte-identical per seed).
+    flows: BTreeMap<Key, RecvFlow>,
     /// Keys (with seed) of completed flows that were evicted: late
     /// retransmissions of them are answered, not mistaken for new flows.
     tombstones: HashSet<(Key, u64)>,
@@ -218,7 +220,7 @@ pub struct AckOut {
 
 impl Receiver {
     pub fn new(cfg: ReceiverConfig) -> Receiver {
-        Receiver { cfg, flows: HashMap::new(), tombstones: HashSet::new(), finished: Vec::new(), stats: ReceiverStats::default() }
+        Receiver { cfg, flows: BTreeMap::new(), tombstones: HashSet::new(), finished: Vec::new(), stats: ReceiverStats::default() }
     }
 
     pub fn active_flows(&self) -> usize {
@@ -543,7 +545,7 @@ impl Receiver {
 
     /// Records every unfinished flow as incomplete (receiver shutdown).
     pub fn close_all(&mut self) {
-        for (key, f) in self.flows.drain() {
+        for (key, f) in std::mem::take(&mut self.flows) {
             if !f.recorded {
                 self.finished.push(f.record(key.0, key.1, RecvStatus::Incomplete));
             }

@@ -1,0 +1,102 @@
+//! The control protocol: JSON lines on stdin (commands) and stdout
+//! (events), so the controller can program the switches while virtual
+//! time stands still, read counters and change settings at the plan's
+//! instants, and follow progress.
+//!
+//!   → {"event": "ready", "switches": {name: endpoint}, "unix_base_ns": N}
+//!   ← {"cmd": "run", "until_s": 2.0}
+//!   → {"event": "progress", "sim_s", "until_s", "events", "events_per_s", "wall_s"}  (about 1/s)
+//!   → {"event": "paused", "sim_s": 2.0, "unix_ns": N}
+//!   ← {"cmd": "finish", "grace_s": 15}
+//!   → {"event": "done", "complete": true, "sim_s", "events", "wall_s", "agents", "hosts"}
+//!
+//! SIGINT or SIGTERM stop the run where it is; the results so far are
+//! written and "done" says `"complete": false`.
+
+use crate::world::{World, UNIX_BASE_NS};
+use crate::SimError;
+use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+fn emit(v: serde_json::Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{v}");
+    let _ = out.flush();
+}
+
+fn secs_to_ns(s: f64) -> u64 {
+    (s.max(0.0) * 1e9).round() as u64
+}
+
+/// Runs `world` as the commands on `input` say until "finish" (or an
+/// interrupt); returns whether the run completed.
+pub fn serve(mut world: World, input: impl BufRead, stop: Arc<AtomicBool>) -> Result<bool, SimError> {
+    let started = Instant::now();
+    let endpoints: serde_json::Map<String, serde_json::Value> =
+        world.switches.iter().map(|s| (s.name.clone(), s.endpoint())).collect();
+    emit(serde_json::json!({"event": "ready", "switches": endpoints, "unix_base_ns": UNIX_BASE_NS}));
+
+    let mut last_report = Instant::now();
+    let mut last_events = 0u64;
+    let mut complete = true;
+    let mut lines = input.lines();
+    loop {
+        let line = match lines.next() {
+            Some(Ok(l)) => l,
+            Some(Err(e)) => return Err(SimError::Control(format!("reading commands: {e}"))),
+            None => return Err(SimError::Control("the controller closed the command channel".into())),
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let cmd: serde_json::Value =
+            serde_json::from_str(&line).map_err(|e| SimError::Control(format!("bad command {line:?}: {e}")))?;
+        let (until, finishing) = match cmd["cmd"].as_str() {
+            Some("run") => (secs_to_ns(cmd["until_s"].as_f64().unwrap_or(0.0)), false),
+            Some("finish") => (world.now + secs_to_ns(cmd["grace_s"].as_f64().unwrap_or(15.0)), true),
+            _ => return Err(SimError::Control(format!("unknown command {line:?} (run, finish)"))),
+        };
+        world.sync_switches();
+        let until_s = until as f64 / 1e9;
+        let mut check = |w: &World| -> bool {
+            if stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            if finishing && w.senders_done() {
+                return false;
+            }
+            let el = last_report.elapsed().as_secs_f64();
+            if el >= 1.0 {
+                emit(serde_json::json!({
+                    "event": "progress", "sim_s": w.now as f64 / 1e9, "until_s": until_s,
+                    "events": w.stats.events, "events_per_s": ((w.stats.events - last_events) as f64 / el).round(),
+                    "wall_s": started.elapsed().as_secs_f64(),
+                }));
+                last_report = Instant::now();
+                last_events = w.stats.events;
+            }
+            true
+        };
+        let ran = world.run_until(until, &mut check)?;
+        if stop.load(Ordering::Relaxed) {
+            complete = false;
+            break;
+        }
+        if finishing {
+            let _ = ran;
+            break;
+        }
+        emit(serde_json::json!({"event": "paused", "sim_s": world.now as f64 / 1e9, "unix_ns": UNIX_BASE_NS + world.now}));
+    }
+    let (sim_s, events) = (world.now as f64 / 1e9, world.stats.events);
+    let mut done = world.finish()?;
+    done["event"] = "done".into();
+    done["complete"] = complete.into();
+    done["sim_s"] = sim_s.into();
+    done["events"] = events.into();
+    done["wall_s"] = started.elapsed().as_secs_f64().into();
+    emit(done);
+    Ok(complete)
+}

@@ -1,0 +1,477 @@
+//! The simulated network and its discrete-event clock.
+//!
+//! Time is nanoseconds from the start of the arm's traffic. Events with the
+//! same time run in the order they were scheduled, so a plan and its seed
+//! always give the same run. A switch is advanced exactly at its next
+//! departure or release; a host's NIC serialises at its link's rate (the
+//! link's propagation delay is the switch's, as in the namespace lab:
+//! delays are applied where a switch sends); agents run when a datagram
+//! arrives or when their pacers and timers ask.
+
+use crate::agent::{self, Agent, Out};
+use crate::frame::{self, Mac};
+use crate::plan::{Arm, PerEnd, Plan};
+use crate::switch::SimSwitch;
+use crate::SimError;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::path::{Path, PathBuf};
+
+/// Unix time of virtual time 0 in the logs: fixed, so results are
+/// byte-identical run to run (2023-11-14T22:13:20Z).
+pub const UNIX_BASE_NS: u64 = 1_700_000_000_000_000_000;
+/// A host's transmit queue (Linux's default txqueuelen): beyond it the
+/// NIC drops, as a full qdisc would.
+const NIC_QUEUE_PKTS: usize = 1000;
+
+#[derive(Debug, Clone, Copy)]
+enum Peer {
+    Host(usize),
+    Switch(usize, u32),
+    Nothing,
+}
+
+enum Ev {
+    SwitchWake(usize),
+    SwitchRx(usize, u32, Vec<u8>),
+    HostRx(usize, Vec<u8>),
+    NicDone(usize),
+    AgentWake(usize, usize),
+}
+
+struct Entry {
+    t: u64,
+    seq: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, o: &Self) -> bool {
+        (self.t, self.seq) == (o.t, o.seq)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.t, self.seq).cmp(&(o.t, o.seq))
+    }
+}
+
+pub struct SimHost {
+    pub name: String,
+    ip: Ipv4Addr,
+    mac: Mac,
+    gateway_mac: Mac,
+    attach: (usize, u32),
+    rate_bps: Option<u64>,
+    nic: VecDeque<Vec<u8>>,
+    nic_busy: bool,
+    pub nic_drops: u64,
+    pub rx_drops: u64,
+    agents: Vec<Agent>,
+    ports: BTreeMap<u16, usize>,
+    ip_id: u16,
+}
+
+/// Counts of what the run did.
+#[derive(Debug, Default, Clone)]
+pub struct Stats {
+    pub events: u64,
+    pub frames: u64,
+}
+
+pub struct World {
+    pub now: u64,
+    heap: BinaryHeap<Reverse<Entry>>,
+    seq: u64,
+    pub stats: Stats,
+    pub switches: Vec<SimSwitch>,
+    pub hosts: Vec<SimHost>,
+    peers: Vec<Vec<Peer>>,
+    out: Vec<Out>,
+    frame_buf: Vec<u8>,
+    pub arm_dir: PathBuf,
+}
+
+fn parse_port(ep: &str) -> (String, Option<u32>) {
+    match ep.split_once(':') {
+        Some((n, p)) => (n.to_string(), p.parse().ok()),
+        None => (ep.to_string(), None),
+    }
+}
+
+fn host_ip(cidr: &str) -> Result<Ipv4Addr, SimError> {
+    cidr.split('/').next().unwrap_or("").parse().map_err(|_| SimError::Plan(format!("host address '{cidr}' is not IPv4")))
+}
+
+/// The fixed MAC of a switch port (p4cc_topo.model.port_mac).
+fn port_mac(switch_id: u32, port: u32) -> Mac {
+    [0x02, 0xcc, (switch_id >> 8) as u8, switch_id as u8, (port >> 8) as u8, port as u8]
+}
+
+/// Checks what would make a run meaningless before anything starts.
+fn check_arm(arm: &Arm) -> Result<(), SimError> {
+    let bad = |what: String| Err(SimError::Plan(format!("arm {}: {what}", arm.name)));
+    for (i, l) in arm.topology.links.iter().enumerate() {
+        if l.rate_bps == Some(0) {
+            return bad(format!("links[{i}] ({}--{}): a rate of 0 carries nothing", l.endpoints[0], l.endpoints[1]));
+        }
+        let zero_buffer = match &l.buffer_pkts {
+            Some(PerEnd::All(0)) => true,
+            Some(PerEnd::Each(m)) => m.values().any(|v| *v == 0),
+            _ => false,
+        };
+        if zero_buffer {
+            return bad(format!("links[{i}] ({}--{}): a buffer of 0 packets drops everything", l.endpoints[0], l.endpoints[1]));
+        }
+    }
+    if !(arm.duration_s > 0.0) {
+        return bad(format!("duration_s {} must be greater than 0", arm.duration_s));
+    }
+    for a in &arm.agents {
+        if a.role == "sender" {
+            agent::algorithm(a)?;
+        }
+    }
+    Ok(())
+}
+
+impl World {
+    /// Builds the arm's switches (bare, serving P4Runtime and the admin API
+    /// on `rt`), hosts and agents; nothing runs until [`run_until`](Self::run_until).
+    pub fn build(plan: &Plan, arm: &Arm, out_dir: &Path, rt: &tokio::runtime::Runtime) -> Result<World, SimError> {
+        check_arm(arm)?;
+        let topo = &arm.topology;
+        let mut sw_index: BTreeMap<String, usize> = BTreeMap::new();
+        for (i, s) in topo.switches.iter().enumerate() {
+            sw_index.insert(s.name.clone(), i);
+        }
+        let host_names: BTreeMap<String, usize> = topo.hosts.iter().enumerate().map(|(i, h)| (h.name.clone(), i)).collect();
+
+        // Ports per switch and what each connects to.
+        let mut ports: Vec<BTreeMap<u32, (Peer, String)>> = vec![BTreeMap::new(); topo.switches.len()];
+        let mut host_attach: Vec<Option<(usize, u32, Option<u64>)>> = vec![None; topo.hosts.len()];
+        for l in &topo.links {
+            let (a, pa) = parse_port(&l.endpoints[0]);
+            let (b, pb) = parse_port(&l.endpoints[1]);
+            let end = |n: &str, p: Option<u32>| -> Result<(Option<usize>, Option<usize>, Option<u32>), SimError> {
+                if let Some(&s) = sw_index.get(n) {
+                    let p = p.ok_or_else(|| SimError::Plan(format!("link end '{n}' has no port (the plan's topology is canonical)")))?;
+                    Ok((Some(s), None, Some(p)))
+                } else if let Some(&h) = host_names.get(n) {
+                    Ok((None, Some(h), None))
+                } else {
+                    Err(SimError::Plan(format!("link end '{n}' is neither a host nor a switch")))
+                }
+            };
+            let (sa, ha, pa) = end(&a, pa)?;
+            let (sb, hb, pb) = end(&b, pb)?;
+            match (sa, ha, sb, hb) {
+                (Some(s1), None, Some(s2), None) => {
+                    let (p1, p2) = (pa.unwrap_or(0), pb.unwrap_or(0));
+                    ports[s1].insert(p1, (Peer::Switch(s2, p2), format!("sim:{b}")));
+                    ports[s2].insert(p2, (Peer::Switch(s1, p1), format!("sim:{a}")));
+                }
+                (Some(s), None, None, Some(h)) | (None, Some(h), Some(s), None) => {
+                    let p = pa.or(pb).unwrap_or(0);
+                    ports[s].insert(p, (Peer::Host(h), format!("sim:{}", topo.hosts[h].name)));
+                    host_attach[h] = Some((s, p, l.rate_bps));
+                }
+                _ => return Err(SimError::Plan(format!("link {a}--{b}: every link joins a switch to a host or a switch"))),
+            }
+        }
+
+        let mut switches = Vec::new();
+        let mut peers = Vec::new();
+        for (i, s) in topo.switches.iter().enumerate() {
+            let list: Vec<(u32, String)> = ports[i].iter().map(|(p, (_, n))| (*p, n.clone())).collect();
+            // Per-switch seed as the lab's p4cc-switch gets one (--seed).
+            let sw = SimSwitch::start(rt, &s.name, u64::from(s.id), &list, plan.seed)?;
+            peers.push(sw.core.ports.iter().map(|cp| ports[i].get(&cp.num).map(|(p, _)| *p).unwrap_or(Peer::Nothing)).collect());
+            switches.push(sw);
+        }
+
+        let ip_of: BTreeMap<String, Ipv4Addr> =
+            topo.hosts.iter().map(|h| Ok((h.name.clone(), host_ip(&h.ip)?))).collect::<Result<_, SimError>>()?;
+        let addr = |name: &str| -> Result<SocketAddr, SimError> {
+            ip_of
+                .get(name)
+                .map(|ip| SocketAddr::V4(SocketAddrV4::new(*ip, agent::DATA_PORT)))
+                .ok_or_else(|| SimError::Plan(format!("destination '{name}' is not a host")))
+        };
+        std::fs::create_dir_all(out_dir).map_err(|e| SimError::Output(format!("{}: {e}", out_dir.display())))?;
+        let agents_of = agent::by_host(&arm.agents);
+        let mut hosts = Vec::new();
+        for (i, h) in topo.hosts.iter().enumerate() {
+            let (s, p, rate) = host_attach[i].ok_or_else(|| SimError::Plan(format!("host {} has no link", h.name)))?;
+            let mac = frame::parse_mac(&h.mac).ok_or_else(|| SimError::Plan(format!("host {}: bad MAC '{}'", h.name, h.mac)))?;
+            let ip = ip_of[&h.name];
+            let mut agents = Vec::new();
+            let mut by_port = BTreeMap::new();
+            for (k, spec) in agents_of.get(&h.name).map(|v| v.as_slice()).unwrap_or(&[]).iter().enumerate() {
+                let a = Agent::new(spec, k, ip, &addr, out_dir, UNIX_BASE_NS)?;
+                if by_port.insert(a.port, agents.len()).is_some() {
+                    return Err(SimError::Plan(format!("host {}: two agents listen on UDP {}", h.name, a.port)));
+                }
+                agents.push(a);
+            }
+            hosts.push(SimHost {
+                name: h.name.clone(),
+                ip,
+                mac,
+                gateway_mac: port_mac(topo.switches[s].id, p),
+                attach: (s, p),
+                rate_bps: rate,
+                nic: VecDeque::new(),
+                nic_busy: false,
+                nic_drops: 0,
+                rx_drops: 0,
+                agents,
+                ports: by_port,
+                ip_id: 0,
+            });
+        }
+        let mut w = World {
+            now: 0,
+            heap: BinaryHeap::new(),
+            seq: 0,
+            stats: Stats::default(),
+            switches,
+            hosts,
+            peers,
+            out: Vec::new(),
+            frame_buf: Vec::with_capacity(2048),
+            arm_dir: out_dir.to_path_buf(),
+        };
+        // Every agent runs once at time 0 (senders start their workloads).
+        for h in 0..w.hosts.len() {
+            for a in 0..w.hosts[h].agents.len() {
+                w.wake_agent(h, a, 0);
+            }
+        }
+        Ok(w)
+    }
+
+    fn push(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.heap.push(Reverse(Entry { t, seq: self.seq, ev }));
+    }
+
+    fn wake_agent(&mut self, h: usize, a: usize, t: u64) {
+        let ag = &mut self.hosts[h].agents[a];
+        if ag.scheduled.is_none_or(|s| t < s) {
+            ag.scheduled = Some(t);
+            self.push(t, Ev::AgentWake(h, a));
+        }
+    }
+
+    fn wake_switch(&mut self, s: usize) {
+        let Some(t) = self.switches[s].core.next_event_ns() else { return };
+        let t = t.max(self.now);
+        let sw = &mut self.switches[s];
+        if sw.scheduled.is_none_or(|x| t < x) {
+            sw.scheduled = Some(t);
+            self.push(t, Ev::SwitchWake(s));
+        }
+    }
+
+    /// Picks up what the controller changed while time stood still (a
+    /// pipeline, settings), then wakes every switch that has work.
+    pub fn sync_switches(&mut self) {
+        for s in 0..self.switches.len() {
+            self.switches[s].core.sync();
+            self.switches[s].core.publish();
+            self.wake_switch(s);
+        }
+    }
+
+    fn serialization_ns(rate: Option<u64>, len: usize) -> u64 {
+        match rate {
+            Some(r) if r > 0 => ((len as u128 * 8 * 1_000_000_000) / r as u128) as u64,
+            _ => 0,
+        }
+    }
+
+    /// An agent's datagrams leave through its host's NIC.
+    fn send(&mut self, h: usize) {
+        let t = self.now;
+        let outs = std::mem::take(&mut self.out);
+        for o in &outs {
+            let host = &mut self.hosts[h];
+            host.ip_id = host.ip_id.wrapping_add(1);
+            frame::build(
+                host.mac,
+                host.gateway_mac,
+                SocketAddrV4::new(host.ip, o.from_port),
+                o.dst,
+                o.tos,
+                host.ip_id,
+                &o.payload,
+                &mut self.frame_buf,
+            );
+            if host.nic.len() >= NIC_QUEUE_PKTS {
+                host.nic_drops += 1;
+                continue;
+            }
+            host.nic.push_back(self.frame_buf.clone());
+            if !host.nic_busy {
+                host.nic_busy = true;
+                let d = Self::serialization_ns(host.rate_bps, self.frame_buf.len());
+                self.push(t + d, Ev::NicDone(h));
+            }
+        }
+        self.out = outs;
+        self.out.clear();
+    }
+
+    fn poll_agent(&mut self, h: usize, a: usize) -> Result<(), SimError> {
+        let t = self.now;
+        let next = self.hosts[h].agents[a].poll(t, &mut self.out)?;
+        self.send(h);
+        if let Some(w) = next {
+            // Whatever was due by now has just run.
+            self.wake_agent(h, a, w.max(t + 1));
+        }
+        Ok(())
+    }
+
+    fn host_rx(&mut self, h: usize, f: &[u8]) -> Result<(), SimError> {
+        let host = &mut self.hosts[h];
+        let d = match frame::parse(f, &host.mac, host.ip) {
+            Ok(d) => d,
+            Err(_) => {
+                host.rx_drops += 1;
+                return Ok(());
+            }
+        };
+        let Some(&a) = host.ports.get(&d.to_port) else {
+            host.rx_drops += 1;
+            return Ok(());
+        };
+        let unix = UNIX_BASE_NS + self.now;
+        host.agents[a].on_datagram(self.now, unix, d.from, d.tos, d.payload, &mut self.out)?;
+        self.send(h);
+        self.poll_agent(h, a)
+    }
+
+    fn deliver(&mut self, peer: Peer, f: Vec<u8>) {
+        match peer {
+            Peer::Host(h) => self.push(self.now, Ev::HostRx(h, f)),
+            Peer::Switch(s, p) => self.push(self.now, Ev::SwitchRx(s, p, f)),
+            Peer::Nothing => {}
+        }
+    }
+
+    fn step(&mut self, ev: Ev) -> Result<(), SimError> {
+        match ev {
+            Ev::SwitchWake(s) => {
+                if self.switches[s].scheduled != Some(self.now) {
+                    return Ok(());
+                }
+                self.switches[s].scheduled = None;
+                let t = self.now;
+                self.switches[s].core.advance_all(t);
+                for i in 0..self.switches[s].core.ports.len() {
+                    while let Some(f) = self.switches[s].core.pop_released(i, t) {
+                        let st = &mut self.switches[s].core.ports[i].egress.stats;
+                        st.tx_pkts += 1;
+                        st.tx_bytes += f.len() as u64;
+                        self.stats.frames += 1;
+                        self.deliver(self.peers[s][i], f);
+                    }
+                }
+                self.wake_switch(s);
+            }
+            Ev::SwitchRx(s, port, f) => {
+                let core = &mut self.switches[s].core;
+                if let Some(i) = core.port_index(port) {
+                    let st = &mut core.ports[i].egress.stats;
+                    st.rx_pkts += 1;
+                    st.rx_bytes += f.len() as u64;
+                }
+                core.receive(&f, port, self.now);
+                self.wake_switch(s);
+            }
+            Ev::HostRx(h, f) => self.host_rx(h, &f)?,
+            Ev::NicDone(h) => {
+                let t = self.now;
+                let host = &mut self.hosts[h];
+                if let Some(f) = host.nic.pop_front() {
+                    let (s, p) = host.attach;
+                    self.stats.frames += 1;
+                    self.push(t, Ev::SwitchRx(s, p, f));
+                }
+                let host = &mut self.hosts[h];
+                match host.nic.front() {
+                    Some(next) => {
+                        let d = Self::serialization_ns(host.rate_bps, next.len());
+                        self.push(t + d, Ev::NicDone(h));
+                    }
+                    None => host.nic_busy = false,
+                }
+            }
+            Ev::AgentWake(h, a) => {
+                if self.hosts[h].agents[a].scheduled != Some(self.now) {
+                    return Ok(());
+                }
+                self.hosts[h].agents[a].scheduled = None;
+                self.poll_agent(h, a)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs every event up to `until` (inclusive); `check` is called every
+    /// few thousand events and stops the run early by returning false.
+    pub fn run_until(&mut self, until: u64, check: &mut dyn FnMut(&World) -> bool) -> Result<bool, SimError> {
+        let mut n = 0u64;
+        while let Some(Reverse(top)) = self.heap.peek() {
+            if top.t > until {
+                break;
+            }
+            let Some(Reverse(e)) = self.heap.pop() else { break };
+            self.now = e.t;
+            self.stats.events += 1;
+            self.step(e.ev)?;
+            n += 1;
+            if n % 4096 == 0 && !check(self) {
+                return Ok(false);
+            }
+        }
+        self.now = self.now.max(until);
+        for s in &self.switches {
+            s.core.publish();
+        }
+        Ok(true)
+    }
+
+    /// Whether every sender's workload is done.
+    pub fn senders_done(&self) -> bool {
+        self.hosts.iter().all(|h| h.agents.iter().all(|a| a.is_sender_done()))
+    }
+
+    /// Ends the run at the current time: flows still running are
+    /// interrupted, every agent writes its files. Returns a summary.
+    pub fn finish(self) -> Result<serde_json::Value, SimError> {
+        let mut agents = Vec::new();
+        let mut hosts = serde_json::Map::new();
+        let now = self.now;
+        for h in self.hosts {
+            hosts.insert(h.name.clone(), serde_json::json!({"nic_drops": h.nic_drops, "rx_drops": h.rx_drops}));
+            for a in h.agents {
+                let folder = a.folder.clone();
+                let mut v = a.finish(now, &self.arm_dir)?;
+                v["host"] = h.name.clone().into();
+                v["folder"] = folder.into();
+                agents.push(v);
+            }
+        }
+        Ok(serde_json::json!({"agents": agents, "hosts": hosts}))
+    }
+}
