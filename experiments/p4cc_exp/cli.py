@@ -50,9 +50,16 @@ def _run(args) -> int:
         print("p4cc: --set does not apply to a saved plan (it is run exactly as written)",
               file=sys.stderr)
         return 2
+    target = args.target
+    if args.scale == "paper":
+        if target not in ("auto", "sim"):
+            print(f"p4cc: the paper's scale runs in virtual time: drop --target {target} "
+                  "(or give --target sim)", file=sys.stderr)
+            return 2
+        target = "sim"
     try:
-        report = run(exp, target=args.target, overrides=args.set or [], out=args.out,
-                     plan=plan, plan_only=args.plan_only)
+        report = run(exp, target=target, overrides=args.set or [], out=args.out,
+                     plan=plan, plan_only=args.plan_only, scale=args.scale)
     except ParamError as e:
         print(f"p4cc: {e}", file=sys.stderr)
         return 2
@@ -88,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--target", default="auto", choices=("auto", "embedded", "bmv2", "sim"),
                    help="switch target (auto: the embedded target unless bmv2 is asked for; "
                         "sim: virtual time)")
+    r.add_argument("--scale", default="default", choices=("default", "paper"),
+                   help="paper: the paper's own parameters, in virtual time (--target sim)")
     r.add_argument("--plan", help="run a saved scenario plan (plan.json) exactly")
     r.add_argument("--plan-only", action="store_true",
                    help="write the plan (plan.json in --out) and run nothing")

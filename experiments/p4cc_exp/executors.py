@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 LISTEN_S = 0.5
 #: Senders get this long from their launch to the shared start.
 START_S = 1.0
-#: The last counter reading is this long before the traffic ends.
+#: The last counter reading is this long before the traffic ends (at most a
+#: tenth of the measured span, for short runs).
 END_MARGIN_S = 0.5
 
 
@@ -189,10 +190,10 @@ class NamespaceLab:
         """What happens when, in seconds from the traffic start: the plan's
         events, and the counter readings after the warm-up and just before
         the end (every executor reads at the same instants)."""
+        margin = min(END_MARGIN_S, (arm.end_s() - arm.warmup_s) / 10)
         return sorted([(e.at_s, "event", e) for e in arm.events]
                       + [(arm.warmup_s, "read", "start")]
-                      + [(max(arm.warmup_s + END_MARGIN_S, arm.end_s() - END_MARGIN_S),
-                          "read", "end")], key=lambda x: x[0])
+                      + [(arm.end_s() - margin, "read", "end")], key=lambda x: x[0])
 
     @staticmethod
     def apply_event(sw, e) -> None:

@@ -15,6 +15,9 @@ class Experiment:
     source: str = ""               # the paper figure it reproduces
     description: str = ""
     params: list[Param] = []
+    #: `--scale paper`: the paper's own parameters (as `--set` strings); such
+    #: runs go to the virtual-time executor (docs/experiments.md lists them).
+    paper: list[str] = []
 
     def arms(self, p: dict) -> list[ArmPlan]:
         """The runs the experiment compares, each a self-contained arm plan."""

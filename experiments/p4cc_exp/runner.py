@@ -44,10 +44,17 @@ def _git_commit() -> str:
         return "unknown"
 
 
+SCALES = ("default", "paper")
+
+
 def make_plan(exp: Experiment, overrides: list[str] | None = None, scale: str = "default") -> Plan:
     """The plan of ``exp`` with ``--set`` overrides (the one place user
-    strings become typed values)."""
-    p = resolve(exp.params, overrides or [])
+    strings become typed values); ``scale="paper"`` starts from the paper's
+    own parameters, which the overrides may still change."""
+    if scale not in SCALES:
+        raise ParamError(f"unknown scale '{scale}' ({', '.join(SCALES)})")
+    base = list(exp.paper) if scale == "paper" else []
+    p = resolve(exp.params, base + list(overrides or []))
     try:
         return exp.plan(p, scale)
     except (ValueError, PlanError) as e:
@@ -59,11 +66,12 @@ def arm_seconds(arm) -> float:
 
 
 def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str] | None = None,
-        out: str | None = None, plan: Plan | None = None, plan_only: bool = False) -> Path:
+        out: str | None = None, plan: Plan | None = None, plan_only: bool = False,
+        scale: str = "default") -> Path:
     """Runs ``exp`` (or a saved ``plan``) and returns the report's path
     (the plan's path with ``plan_only``)."""
     if plan is None:
-        plan = make_plan(exp, overrides)
+        plan = make_plan(exp, overrides, scale)
     else:
         exp = get(plan.experiment)
     p = plan.params

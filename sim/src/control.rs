@@ -64,9 +64,6 @@ pub fn serve(mut world: World, input: impl BufRead, stop: Arc<AtomicBool>) -> Re
             if stop.load(Ordering::Relaxed) {
                 return false;
             }
-            if finishing && w.senders_done() {
-                return false;
-            }
             let el = last_report.elapsed().as_secs_f64();
             if el >= 1.0 {
                 emit(serde_json::json!({
@@ -79,7 +76,7 @@ pub fn serve(mut world: World, input: impl BufRead, stop: Arc<AtomicBool>) -> Re
             }
             true
         };
-        let ran = world.run_until(until, &mut check)?;
+        let ran = world.run_until(until, finishing, &mut check)?;
         if stop.load(Ordering::Relaxed) {
             complete = false;
             break;

@@ -97,6 +97,8 @@ pub struct World {
     out: Vec<Out>,
     frame_buf: Vec<u8>,
     pub arm_dir: PathBuf,
+    /// Senders whose workload is not over yet.
+    senders_left: usize,
 }
 
 fn parse_port(ep: &str) -> (String, Option<u32>) {
@@ -248,7 +250,9 @@ impl World {
             out: Vec::new(),
             frame_buf: Vec::with_capacity(2048),
             arm_dir: out_dir.to_path_buf(),
+            senders_left: 0,
         };
+        w.senders_left = w.hosts.iter().flat_map(|h| &h.agents).filter(|a| !a.is_sender_done()).count();
         // Every agent runs once at time 0 (senders start their workloads).
         for h in 0..w.hosts.len() {
             for a in 0..w.hosts[h].agents.len() {
@@ -332,7 +336,12 @@ impl World {
 
     fn poll_agent(&mut self, h: usize, a: usize) -> Result<(), SimError> {
         let t = self.now;
-        let next = self.hosts[h].agents[a].poll(t, &mut self.out)?;
+        let ag = &mut self.hosts[h].agents[a];
+        let was_done = ag.is_sender_done();
+        let next = ag.poll(t, &mut self.out)?;
+        if !was_done && ag.is_sender_done() {
+            self.senders_left -= 1;
+        }
         self.send(h);
         if let Some(w) = next {
             // Whatever was due by now has just run.
@@ -427,12 +436,18 @@ impl World {
         Ok(())
     }
 
-    /// Runs every event up to `until` (inclusive); `check` is called every
-    /// few thousand events and stops the run early by returning false.
-    pub fn run_until(&mut self, until: u64, check: &mut dyn FnMut(&World) -> bool) -> Result<bool, SimError> {
+    /// Runs every event up to `until` (inclusive), or only until every
+    /// sender is done with `until_senders_done`; `check` is called every few
+    /// thousand events and stops the run early by returning false.
+    pub fn run_until(
+        &mut self,
+        until: u64,
+        until_senders_done: bool,
+        check: &mut dyn FnMut(&World) -> bool,
+    ) -> Result<bool, SimError> {
         let mut n = 0u64;
         while let Some(Reverse(top)) = self.heap.peek() {
-            if top.t > until {
+            if top.t > until || (until_senders_done && self.senders_left == 0) {
                 break;
             }
             let Some(Reverse(e)) = self.heap.pop() else { break };
@@ -444,7 +459,9 @@ impl World {
                 return Ok(false);
             }
         }
-        self.now = self.now.max(until);
+        if !(until_senders_done && self.senders_left == 0) {
+            self.now = self.now.max(until);
+        }
         for s in &self.switches {
             s.core.publish();
         }
@@ -453,7 +470,7 @@ impl World {
 
     /// Whether every sender's workload is done.
     pub fn senders_done(&self) -> bool {
-        self.hosts.iter().all(|h| h.agents.iter().all(|a| a.is_sender_done()))
+        self.senders_left == 0
     }
 
     /// Ends the run at the current time: flows still running are

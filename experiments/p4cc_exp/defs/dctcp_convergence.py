@@ -44,8 +44,11 @@ class DctcpConvergence(Experiment):
                    "stop in reverse order, one per interval. Each phase should share the "
                    "bottleneck fairly; DCTCP converges a little slower than TCP but keeps "
                    "the queue short.")
+    # DCTCP Fig. 16: 1 Gb/s, 5 flows, a join or leave every 30 s.
+    paper = ["rate=1Gbps", "rtt=100us", "buffer=466", "k=20", "senders=5", "interval=30",
+             "warmup=1"]
     params = [
-        Param("rate", "100Mbps", "every link's rate", rate_bps, 1e6, 1e9),
+        Param("rate", "100Mbps", "every link's rate", rate_bps, 1e6, 1e11),
         Param("rtt", "500us", "base round-trip time", seconds, 0, 1),
         Param("buffer", 120, "bottleneck buffer, packets", int, 1, 100_000),
         Param("k", 20, "ECN threshold K, packets", int, 0, 10_000),

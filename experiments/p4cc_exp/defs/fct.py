@@ -39,8 +39,13 @@ class Fct(Experiment):
     description = ("Senders open flows to one receiver with Poisson arrivals at a target "
                    "load and Pareto sizes. The FCT of each flow is compared with what "
                    "processor sharing would give (1.5 RTT + size / (C(1 − ρ))).")
+    # Dukkipati & McKeown Fig. 2 (ns-2): 2.4 Gb/s, RTT 100 ms, Pareto shape 1.2,
+    # mean 25 packets of 1000 B, a one-BDP buffer (20 000 packets of 1500 B);
+    # 50 senders and enough flows for the size buckets.
+    paper = ["rate=2.4Gbps", "rtt=100ms", "shape=1.2", "mean_bytes=25000", "buffer=20000",
+             "senders=50", "flows=20000", "duration=10"]
     params = [
-        Param("rate", "100Mbps", "bottleneck rate", rate_bps, 1e6, 1e9),
+        Param("rate", "100Mbps", "bottleneck rate", rate_bps, 1e6, 1e11),
         Param("rtt", "20ms", "base round-trip time (paper: 100 ms)", seconds, 0, 2),
         Param("buffer", 200, "bottleneck buffer, packets", int, 1, 100_000),
         Param("senders", 5, "hosts opening flows (paper seed: 50)", int, 1, 50),
@@ -49,7 +54,7 @@ class Fct(Experiment):
         Param("shape", 1.2, "Pareto shape (paper: 1.2-1.4)", float, 1.01, 3),
         Param("mean_bytes", 25_000, "mean flow size, bytes (25 packets of 1000 B)", int, 1000, 10**8),
         Param("protocols", "cubic,reno", "kernel TCP algorithms", str_list),
-        Param("duration", 20, "seconds of arrivals at most", seconds, 1, 3600),
+        Param("duration", 20, "seconds of arrivals at most", seconds, 0.01, 3600),
         Param("warmup", 0, "seconds before the first counter reading", seconds, 0, 60),
         Param("seed", 1, "random seed (sizes, arrivals)", int),
     ]

@@ -51,8 +51,10 @@ class PccConvergence(Experiment):
                    "starts at i·interval and the flows stop in reverse order. PCC's flows "
                    "should converge to equal shares and stay there (Jain's index near 1, "
                    "small throughput deviation); Cubic's oscillate more.")
+    # PCC Fig. 12: 500 s phases, Jain's index over 100 s windows.
+    paper = ["interval=500", "window=100", "settle=20"]
     params = [
-        Param("rate", "100Mbps", "the shared s1–s2 link", rate_bps, 1e6, 1e9),
+        Param("rate", "100Mbps", "the shared s1–s2 link", rate_bps, 1e6, 1e11),
         Param("rtt", "30ms", "base round-trip time", seconds, 0.001, 1),
         Param("buffer", 250, "buffer of the shared link, packets (seed: 250, ≈ 1 BDP)", int,
               1, 100_000),

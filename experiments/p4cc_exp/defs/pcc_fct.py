@@ -25,8 +25,10 @@ class PccFct(Experiment):
                    "per load and protocol. The mean and 95th-percentile FCT are drawn against "
                    "load beside processor sharing's 1.5·RTT + size/(C(1 − ρ)). PCC has no "
                    "slow start to finish, TCP starts from one packet.")
+    # PCC's short-flow figure: 500 flows per load, loads 10-90 %.
+    paper = ["flows=500", "loads=0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9"]
     params = [
-        Param("rate", "15Mbps", "bottleneck rate", rate_bps, 1e6, 1e9),
+        Param("rate", "15Mbps", "bottleneck rate", rate_bps, 1e6, 1e11),
         Param("rtt", "60ms", "base round-trip time", seconds, 0.001, 2),
         Param("buffer", 0, "bottleneck buffer, packets (0: one BDP)", int, 0, 100_000),
         Param("loads", "0.1,0.3,0.5,0.7,0.9", "offered loads, one arm each (paper: 10–90 %)",
