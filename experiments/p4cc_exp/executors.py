@@ -28,6 +28,7 @@ from p4cc_topo.targets import (TargetCapabilityError, TargetUnavailable, find_bm
 from p4cc_topo.wakeup import KeepCpusAwake
 
 from .agents import command, kernel_ecn_sysctl
+from .fidelity import RunMonitor, judge_arm
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Receivers and the collector get this long to listen before traffic starts.
@@ -141,9 +142,9 @@ class NamespaceLab:
                 (logs / "switches.json").write_text(json.dumps(
                     {"endpoints": {n: e.to_dict() for n, e in eps.items()},
                      "applied": sw.applied}, indent=1, default=str) + "\n")
-                return self._traffic(arm, net, sw, agent, outdir, progress)
+                return self._traffic(arm, net, sw, eps, agent, outdir, progress)
 
-    def _traffic(self, arm, net, sw, agent, outdir: Path, progress) -> dict:
+    def _traffic(self, arm, net, sw, eps, agent, outdir: Path, progress) -> dict:
         def alive():
             dead = net.dead_switches()
             return f"switch died: {', '.join(dead)} (see {outdir / 'logs'})" if dead else None
@@ -166,14 +167,21 @@ class NamespaceLab:
             progress.sleep(max(0.0, (t0 - time.time_ns()) / 1e9 + offset_s), alive)
 
         reads: dict[str, dict] = {}
+        monitor = RunMonitor()
         for offset, what, item in self.schedule(arm):
             at(offset)
             if what == "event":
                 self.apply_event(sw, item)
+                continue
+            reads[item] = {"unix_ns": time.time_ns(),
+                           "ports": {r.key(): sw.ops[r.switch].port_counters([r.port])[r.port]
+                                     for r in arm.measure.ports}}
+            if item == "start":
+                monitor.start([p.pid for p in waiting + senders]
+                              + [s.proc.pid for s in net.switches.values() if s.proc])
             else:
-                reads[item] = {"unix_ns": time.time_ns(),
-                               "ports": {r.key(): sw.ops[r.switch].port_counters([r.port])[r.port]
-                                         for r in arm.measure.ports}}
+                monitor.end()
+                monitor.switches(eps)
         for p in senders:
             try:
                 p.wait(timeout=15)
@@ -183,7 +191,11 @@ class NamespaceLab:
         measure = {"t0_unix_ns": t0, "reads": reads,
                    "window_s": (reads["end"]["unix_ns"] - reads["start"]["unix_ns"]) / 1e9}
         (outdir / "measure.json").write_text(json.dumps(measure, indent=1) + "\n")
-        return {"target": self.target}
+        monitor.agents(outdir, arm)
+        keepup = bmv2_keepup(arm, outdir, measure) if self.target == "bmv2" else None
+        fid = judge_arm(monitor.record, arm, self.target, keepup)
+        (outdir / "fidelity.json").write_text(json.dumps(fid, indent=1) + "\n")
+        return {"target": self.target, "fidelity": fid}
 
     @staticmethod
     def schedule(arm: ArmPlan) -> list[tuple[float, str, object]]:
@@ -204,6 +216,27 @@ class NamespaceLab:
             ops.clear_k(e.port) if k is None else ops.set_k(e.port, k)
         if s:
             ops.set_queue(e.port, **s)
+
+
+def bmv2_keepup(arm: ArmPlan, outdir: Path, measure: dict) -> float | None:
+    """bmv2 shows no schedule of its own: its bottleneck's bytes sent over
+    the measured window, against its rate times the share of that window
+    its queue was busy (postcards with a non-empty queue)."""
+    from . import series
+    q = arm.measure.queue
+    rate = arm.switches[q.switch].ports[q.port].rate_bps if q else None
+    reads = measure["reads"]
+    if not rate or measure["window_s"] <= 0:
+        return None
+    lo, hi = reads["start"]["unix_ns"] / 1e9, reads["end"]["unix_ns"] / 1e9
+    cards = [c for c in series.postcards(outdir / "queue.csv", q.port, arm.measure.queue_switch_id)
+             if lo <= c["t"] <= hi]
+    if len(cards) < 100:
+        return None
+    busy = sum(1 for c in cards if c["depth"] > 0) / len(cards)
+    a, b = reads["start"]["ports"][q.key()], reads["end"]["ports"][q.key()]
+    sent = (b["tx_bytes"] - a["tx_bytes"]) * 8 / (rate * measure["window_s"])
+    return sent / busy if busy > 0 else None
 
 
 def make_executor(target: str):

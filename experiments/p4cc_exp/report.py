@@ -6,7 +6,13 @@ from __future__ import annotations
 import base64
 import html
 import json
+import os
+import platform
+import shutil
+import subprocess
 from pathlib import Path
+
+from .fidelity import summary_line
 
 
 def _fmt(v) -> str:
@@ -38,21 +44,77 @@ body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#22
 table{border-collapse:collapse;margin:.5em 0 1em}th,td{border:1px solid #ccc;
 padding:.25em .6em;text-align:left}th{background:#f4f4f4;font-weight:600}
 img{max-width:100%;border:1px solid #ddd;margin:.5em 0}.note{color:#555}
-.verdict-pass{color:#176f2c}.verdict-fail{color:#b00020}
+.verdict-pass{color:#176f2c}.verdict-fail{color:#b00020}.verdict-void{color:#8a6d00}
+td.pass{background:#e8f5e9}td.fail{background:#fde7e9}td.void{background:#fff8e1}
+.facts td,.facts th{font-size:90%}
 """
 
 
-def write_report(outdir: Path, title: str, description: str, params: dict,
-                 summary: dict, plots: list[Path], checks: dict[str, bool] | None = None,
-                 notes: list[str] | None = None) -> Path:
+def _tool_version(cmd: str) -> str | None:
+    path = shutil.which(cmd)
+    if not path:
+        return None
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10)
+        text = (out.stdout or out.stderr).strip().splitlines()
+        return text[0] if text else path
+    except (OSError, subprocess.TimeoutExpired):
+        return path
+
+
+def run_facts(meta: dict, plan, fidelity: dict[str, dict]) -> dict:
+    """What a reader needs to trust a run, for the top of the report."""
+    virtual = meta.get("time") == "virtual time"
+    facts = {
+        "commit": meta.get("git_commit"),
+        "executor": meta.get("executor"),
+        "time": "virtual time" if virtual else "real time",
+        "target": meta.get("target"),
+        "scale": plan.scale,
+        "kernel": platform.release(),
+        "cores": os.cpu_count(),
+        "load average": " ".join(open("/proc/loadavg").read().split()[:3]),
+    }
+    if virtual:
+        vt = meta.get("virtual_time") or {}
+        facts["simulated"] = (f"{vt.get('sim_s', 0):.3f} s, {vt.get('events', 0):,} events, "
+                              f"{vt.get('wall_s', 0):.1f} s wall")
+    if meta.get("target") == "bmv2":
+        facts["bmv2"] = _tool_version("simple_switch_grpc")
+    p4c = _tool_version("p4c-bm2-ss")
+    if p4c:
+        facts["p4c"] = p4c
+    facts["fidelity"] = {a: summary_line(f) for a, f in fidelity.items()}
+    return facts
+
+
+def _verdict_table(verdicts) -> str:
+    rows = "".join(
+        f"<tr><td>{html.escape(v.name)}</td><td>{html.escape(v.expected)}</td>"
+        f"<td>{_fmt(v.measured)}</td><td>{html.escape(v.tolerance)}</td>"
+        f"<td class='{v.status}'>{v.status}{': ' + html.escape(v.reason) if v.reason else ''}</td>"
+        f"<td>{html.escape(v.source)}</td></tr>" for v in verdicts)
+    return ("<table><tr><th>check</th><th>paper / analysis</th><th>ours</th><th>tolerance</th>"
+            f"<th>verdict</th><th>source</th></tr>{rows}</table>")
+
+
+def write_report(outdir: Path, title: str, description: str, facts: dict, params: dict,
+                 summary: dict, plots: list[Path], verdicts=(), notes: list[str] | None = None) -> Path:
+    fid = facts.get("fidelity") or {}
+    shown = {k: v for k, v in facts.items() if k != "fidelity"}
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
              f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
-             f"<p>{html.escape(description)}</p>"]
-    if checks:
-        items = "".join(
-            f"<li class='verdict-{'pass' if ok else 'fail'}'>{'✔' if ok else '✘'} {html.escape(name)}</li>"
-            for name, ok in checks.items())
-        parts.append(f"<h2>Expected behaviour</h2><ul>{items}</ul>")
+             f"<p>{html.escape(description)}</p>",
+             f"<div class='facts'>{_table(shown)}</div>"]
+    if fid:
+        parts.append("<div class='facts'><table><tr><th>arm</th><th>fidelity</th></tr>" + "".join(
+            f"<tr><td>{html.escape(a)}</td><td>{html.escape(line)}</td></tr>"
+            for a, line in fid.items()) + "</table></div>")
+    if verdicts:
+        from .verdicts import counts
+        n = counts(list(verdicts))
+        parts.append(f"<h2>The paper beside us: {n['pass']} pass, {n['fail']} fail, {n['void']} void"
+                     f"</h2>{_verdict_table(verdicts)}")
     for p in plots:
         data = base64.b64encode(Path(p).read_bytes()).decode()
         parts.append(f"<h2>{html.escape(Path(p).stem.replace('_', ' '))}</h2>"

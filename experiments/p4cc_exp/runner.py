@@ -25,8 +25,10 @@ from .experiment import Experiment
 from .params import ParamError, resolve
 from .progress import Progress
 from .registry import get
-from .report import write_report
+from .fidelity import summary_line
+from .report import run_facts, write_report
 from .results import arm_result
+from .verdicts import counts, judge
 
 ROOT = Path(__file__).resolve().parents[2]
 SETUP_S, ANALYSIS_S = 8.0, 6.0
@@ -89,6 +91,7 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
             "git_commit": _git_commit(), "host": platform.node(), "kernel": platform.release(),
             "started": datetime.now().isoformat(timespec="seconds")}
     progress = Progress(SETUP_S + sum(arm_seconds(a) + SETUP_S for a in plan.arms) + ANALYSIS_S)
+    fidelity: dict[str, dict] = {}
     try:
         for line in executor.prepare(plan):
             progress.note(line)
@@ -98,7 +101,11 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
             # A fresh network per arm: no queue, counter or socket state
             # leaks from one protocol's run into the next.
             progress.phase(f"setting up ({arm.label})", SETUP_S)
-            executor.run_arm(plan, arm, outdir / arm.name, _ArmProgress(progress, arm))
+            facts = executor.run_arm(plan, arm, outdir / arm.name, _ArmProgress(progress, arm))
+            fidelity[arm.name] = (facts or {}).get("fidelity") or {}
+            if fidelity[arm.name].get("violations", {}).get("rate") or \
+                    fidelity[arm.name].get("violations", {}).get("queue"):
+                progress.note(f"{arm.name}: emulation fidelity: {summary_line(fidelity[arm.name])}")
     except (ExecutorError, TargetCapabilityError, NetworkError, SwitchStartError, P4ccError,
             OSError, RuntimeError) as e:
         raise RunError(f"{exp.id}: {str(e).splitlines()[0]}") from e
@@ -110,16 +117,21 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
 
     progress.phase("analysis and plots", ANALYSIS_S)
     results = {a.name: arm_result(outdir / a.name, a) for a in plan.arms}
-    summary, checks = exp.analyse(p, results)
+    summary, verdicts = exp.analyse(p, results)
+    judge(verdicts, fidelity)
+    n = counts(verdicts)
     plots = exp.plot(p, results, summary, outdir)
+    facts = run_facts(meta, plan, fidelity)
     (outdir / "summary.json").write_text(json.dumps(
-        {"experiment": exp.id, "target": meta.get("target"), "summary": summary,
-         "checks": checks}, indent=2, default=str) + "\n")
-    report = write_report(outdir, f"{exp.title} — {exp.source}",
-                          exp.description + f" Target: {meta.get('target')}.",
+        {"experiment": exp.id, "executor": meta.get("executor"), "target": meta.get("target"),
+         "scale": plan.scale, "summary": summary, "verdicts": [v.to_dict() for v in verdicts],
+         "counts": n, "fidelity": {a: {"ok": f.get("ok"), "violations": f.get("violations"),
+                                        "summary": summary_line(f)} for a, f in fidelity.items()},
+         "facts": facts}, indent=2, default=str) + "\n")
+    report = write_report(outdir, f"{exp.title} — {exp.source}", exp.description, facts,
                           {**p, "target": meta.get("target"), "git": meta["git_commit"]},
-                          summary, plots, checks, notes=meta.get("notes"))
-    progress.finish(f"{exp.id} finished: {sum(checks.values())}/{len(checks)} checks hold")
+                          summary, plots, verdicts, notes=meta.get("notes"))
+    progress.finish(f"{exp.id} finished: {n['pass']} pass, {n['fail']} fail, {n['void']} void")
     return report
 
 

@@ -55,7 +55,15 @@ def test_dctcp_theory_matches_paper_formulas():
 def test_report_is_self_contained(tmp_path):
     png = tmp_path / "queue.png"
     png.write_bytes(b"\x89PNG\r\n\x1a\nfake")
-    path = write_report(tmp_path, "T", "d", {"k": 20}, {"a": {"x": 1.5}}, [png], {"ok": True})
+    from p4cc_exp.verdicts import judge, verdict
+    vs = judge([verdict("queue near K", 19.0, True, "K = 20", "±1", "paper Fig. 1", arms=["a"]),
+                verdict("link busy", 0.5, True, "100 %", "≥ 95 %", "paper", arms=["b"])],
+               {"a": {"ok": {"queue": True, "rate": True}},
+                "b": {"ok": {"queue": True, "rate": False},
+                      "violations": {"rate": ["p99 departure slip 900 µs > 120 µs"]}}})
+    facts = {"commit": "abc", "time": "real time", "fidelity": {"b": "slip too large"}}
+    path = write_report(tmp_path, "T", "d", facts, {"k": 20}, {"a": {"x": 1.5}}, [png], vs)
     text = path.read_text()
     assert "data:image/png;base64," in text and "src='queue.png'" not in text
-    assert "✔ ok" in text
+    assert "1 pass, 0 fail, 1 void" in text and "p99 departure slip 900 µs" in text
+    assert "<td class='pass'>pass</td>" in text and "paper Fig. 1" in text

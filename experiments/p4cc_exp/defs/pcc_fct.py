@@ -11,6 +11,7 @@ from ..blocks import cc_label
 from ..experiment import Experiment
 from ..params import Param, rate_bps, seconds, str_list
 from ..stats import mean, percentile
+from ..verdicts import RATE, verdict
 from .fct import poisson_senders
 
 # Time after the last arrival for the last flows to finish, in RTTs.
@@ -82,7 +83,7 @@ class PccFct(Experiment):
         return 1.5 * p["rtt"] + p["size"] * 8 / (p["rate"] * (1 - load))
 
     def analyse(self, p, results):
-        summary, checks = {}, {}
+        summary, verdicts = {}, []
         for name, r in results.items():
             flows = series.flows(metrics.sender_dirs(r))
             fcts = [int(f["fct_ns"]) / 1e9 for f in flows
@@ -92,15 +93,25 @@ class PccFct(Experiment):
                              "flows": len(flows), "completed": len(fcts),
                              "fct_mean_s": mean(fcts), "fct_median_s": percentile(fcts, 50),
                              "fct_p95_s": percentile(fcts, 95), "ps_ideal_s": self.ideal(p, load)}
-            checks[f"{r['label']}: ≥ 95% of flows completed ({len(fcts)}/{len(flows)})"] = \
-                bool(flows) and len(fcts) >= 0.95 * len(flows)
-        for cc in p["protocols"]:
-            rows = sorted((s["load"], s["fct_mean_s"]) for s in summary.values() if s["cc"] == cc)
-            if len(rows) >= 2:
-                (l0, f0), (l1, f1) = rows[0], rows[-1]
-                checks[f"{cc_label(cc)}: FCT grows with load ({f0 * 1e3:.0f} ms at {l0:g}, "
-                       f"{f1 * 1e3:.0f} ms at {l1:g})"] = f1 > f0
-        return summary, checks
+            done = len(fcts) / len(flows) if flows else 0.0
+            verdicts.append(verdict(
+                f"{r['label']}: flows that completed", done, done >= 0.95, "every flow",
+                "≥ 95 %", "the workload (each flow's bytes delivered)", RATE, [name]))
+        tcp = [c for c in p["protocols"] if not c.startswith("pcc")]
+        for s in summary.values():
+            if not s["cc"].startswith("pcc"):
+                continue
+            for other in tcp:
+                o = next((x for x in summary.values() if x["cc"] == other and x["load"] == s["load"]), None)
+                if o is None:
+                    continue
+                verdicts.append(verdict(
+                    f"{s['label']}: mean FCT against {cc_label(other)}'s", s["fct_mean_s"],
+                    s["fct_mean_s"] <= 1.05 * o["fct_mean_s"],
+                    f"at or below {cc_label(other)}'s {o['fct_mean_s'] * 1e3:.0f} ms", "+5 %",
+                    "PCC (NSDI 2015) short-flow FCT figure", RATE,
+                    [n for n, x in summary.items() if x in (s, o)]))
+        return summary, verdicts
 
     def plot(self, p, results, summary, outdir):
         import matplotlib

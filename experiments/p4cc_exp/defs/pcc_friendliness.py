@@ -10,6 +10,7 @@ from .. import blocks, metrics
 from ..blocks import cc_label
 from ..experiment import Experiment
 from ..params import Param, rate_bps, seconds
+from ..verdicts import RATE, verdict
 
 
 class PccFriendliness(Experiment):
@@ -59,15 +60,25 @@ class PccFriendliness(Experiment):
             row["tcp_flows_mbps"] = sum(x for x, cc in zip(flows, ccs) if cc == p["tcp"])
             row["tcp_flows_of_4"] = sum(x for x, cc in zip(flows[1:], ccs[1:]) if cc == p["tcp"])
             summary[name] = row
-        checks = {}
+        verdicts = []
         base, mixed = summary.get("all-tcp"), summary.get("one-pcc")
         if base and mixed:
             kept = mixed["tcp_flows_of_4"] / base["tcp_flows_of_4"] if base["tcp_flows_of_4"] else 0
             summary["tcp_kept_fraction"] = kept
-            checks[f"both arms keep the link busy ({base['utilisation'] * 100:.0f}% / "
-                   f"{mixed['utilisation'] * 100:.0f}%)"] = \
-                min(base["utilisation"], mixed["utilisation"]) > 0.8
-        return summary, checks
+            total = sum(mixed["per_flow_mbps"])
+            pcc_share = mixed["per_flow_mbps"][0] / total if total else float("nan")
+            summary["pcc_share"] = pcc_share
+            verdicts.append(verdict(
+                "PCC's share next to 4 TCP flows", pcc_share, pcc_share >= 0.5,
+                f"PCC dominates (a fair share would be 1/{p['senders']})", "≥ 0.5 of the link",
+                "PCC seed 001, own test (PCC's default utility is not TCP-friendly)", RATE,
+                ["one-pcc"]))
+            for arm, row in (("all-tcp", base), ("one-pcc", mixed)):
+                verdicts.append(verdict(
+                    f"{row['label']}: the link stays busy", row["utilisation"],
+                    row["utilisation"] >= 0.9, "100 % of the bottleneck", "≥ 90 %",
+                    "PCC seed 001 (both arms at line rate)", RATE, [arm]))
+        return summary, verdicts
 
     def plot(self, p, results, summary, outdir):
         import matplotlib

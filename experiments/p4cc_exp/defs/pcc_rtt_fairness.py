@@ -11,6 +11,7 @@ from ..blocks import cc_label
 from ..experiment import Experiment
 from ..params import Param, rate_bps, seconds, str_list
 from ..stats import percentile
+from ..verdicts import RATE, verdict
 
 BOTTLENECK_ONE_WAY_S = 0.0005
 
@@ -75,16 +76,27 @@ class PccRttFairness(Experiment):
         summary["relative_throughput"] = {
             f"{cc} @ {rtt:g} ms": {"min": min(v), "median": percentile(v, 50), "max": max(v)}
             for (cc, rtt), v in sorted(points.items())}
-        checks = {}
+        verdicts = []
         longest = max(seconds(x) for x in p["long_rtts"]) * 1e3
-        pcc = points.get(("pcc", longest))
-        for tcp in ("reno", "cubic"):
-            other = points.get((tcp, longest))
-            if pcc and other:
-                checks[f"PCC's long flow fairer than {tcp}'s at {longest:g} ms "
-                       f"({percentile(pcc, 50):.2f} vs {percentile(other, 50):.2f})"] = \
-                    percentile(pcc, 50) >= percentile(other, 50)
-        return summary, checks
+        rtt_ratio = p["short_rtt"] * 1e3 / longest
+        for (cc, rtt), v in sorted(points.items()):
+            if rtt != longest:
+                continue
+            arms = [n for n, row in summary.items() if isinstance(row, dict)
+                    and row.get("cc") == cc and row.get("long_rtt_ms") == rtt]
+            med = percentile(v, 50)
+            if cc.startswith("pcc"):
+                verdicts.append(verdict(
+                    f"{cc_label(cc)}: long/short throughput at {rtt:g} ms (median of {len(v)})", med,
+                    med >= 0.7, "close to fair (1)", "≥ 0.7",
+                    "PCC (NSDI 2015) RTT-fairness figure", RATE, arms))
+            elif cc == "reno":
+                verdicts.append(verdict(
+                    f"Reno: long/short throughput at {rtt:g} ms (median of {len(v)})", med,
+                    rtt_ratio / 2 <= med <= 2 * rtt_ratio, f"RTT ratio {rtt_ratio:.2f}",
+                    "within ×2", "Reno's rate ∝ 1/RTT (Mathis et al. 1997); PCC RTT-fairness "
+                    "figure", RATE, arms))
+        return summary, verdicts
 
     def plot(self, p, results, summary, outdir):
         import matplotlib

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from ..experiment import Experiment
 from ..params import Param, fraction, rate_bps, seconds, str_list
+from ..theory import mathis_bps
+from ..verdicts import RATE, verdict
 from .pcc_shallow import buffer_plot, buffer_summary, buffer_sweep
 
 
@@ -39,20 +41,24 @@ class PccSatellite(Experiment):
 
     def analyse(self, p, results):
         summary = buffer_summary(p, results)
-        checks = {}
-        for b in sorted({int(x) for x in p["buffers"]}):
-            pcc, tcp = summary.get(f"pcc-buf{b}"), summary.get(f"cubic-buf{b}")
-            if pcc and tcp:
-                checks[f"{b}-packet buffer: PCC far above Cubic ({pcc['throughput_mbps']:.1f} vs "
-                       f"{tcp['throughput_mbps']:.1f} Mbps)"] = \
-                    pcc["throughput_mbps"] > 5 * max(tcp["throughput_mbps"], 0.1)
-        big = max(int(b) for b in p["buffers"])
-        pcc = summary.get(f"pcc-buf{big}")
-        if pcc:
-            checks[f"PCC uses most of the link with a {big}-packet buffer "
-                   f"({pcc['throughput_mbps']:.1f} of {p['rate'] / 1e6:g} Mbps)"] = \
-                pcc["throughput_mbps"] > 0.5 * p["rate"] / 1e6
-        return summary, checks
+        verdicts = []
+        model = mathis_bps(p["rtt"], p["loss"]) / 1e6
+        target = (1 - p["loss"]) * 0.9
+        for name, row in summary.items():
+            if row["cc"].startswith("pcc"):
+                verdicts.append(verdict(
+                    f"{row['label']}: link use after start-up", row["utilisation"],
+                    row["utilisation"] >= target,
+                    f"(1 − p) of the link = {(1 - p['loss']) * 100:.1f} %", "≥ 90 % of that",
+                    "PCC (NSDI 2015) §2.2 utility: loss below the 5 % knee leaves the best rate at "
+                    "capacity; satellite figure", RATE, [name]))
+            elif row["cc"] in ("cubic", "reno"):
+                verdicts.append(verdict(
+                    f"{row['label']}: throughput", row["throughput_mbps"],
+                    row["throughput_mbps"] <= 2 * model, f"Mathis model: {model:.2f} Mb/s",
+                    "≤ ×2 (start-up included)", "Mathis et al. 1997; PCC satellite figure", RATE,
+                    [name]))
+        return summary, verdicts
 
     def plot(self, p, results, summary, outdir):
         return [buffer_plot(p, summary, outdir)]

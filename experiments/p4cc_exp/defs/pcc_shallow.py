@@ -8,6 +8,7 @@ from .. import metrics
 from ..blocks import cc_label
 from ..experiment import Experiment
 from ..params import Param, rate_bps, seconds, str_list
+from ..verdicts import RATE, verdict
 from .pcc_lossy import bottleneck_sweep
 
 
@@ -87,15 +88,25 @@ class PccShallow(Experiment):
 
     def analyse(self, p, results):
         summary = buffer_summary(p, results)
-        checks = {}
-        small = min(int(b) for b in p["buffers"])
-        pcc = summary.get(f"pcc-buf{small}")
-        cubic = summary.get(f"cubic-buf{small}")
-        if pcc and cubic:
-            checks[f"PCC above Cubic with a {small}-packet buffer "
-                   f"({pcc['throughput_mbps']:.1f} vs {cubic['throughput_mbps']:.1f} Mbps)"] = \
-                pcc["throughput_mbps"] > 1.5 * cubic["throughput_mbps"]
-        return summary, checks
+        verdicts = []
+        rate_mbps = p["rate"] / 1e6
+        small = min(buffers(p))
+        bdp = p["rate"] * p["rtt"] / (8 * 1500)
+        for name, row in summary.items():
+            if row["cc"].startswith("pcc") and row["buffer"] == small:
+                verdicts.append(verdict(
+                    f"{row['label']}: throughput", row["throughput_mbps"],
+                    row["throughput_mbps"] >= 0.9 * rate_mbps, f"{rate_mbps:g} Mb/s (the link)",
+                    "≥ 90 %", "PCC (NSDI 2015) Fig. 7 (PCC near capacity from a 5-packet buffer)",
+                    RATE, [name]))
+            if row["cc"] in ("cubic", "reno") and row["buffer"] >= bdp:
+                verdicts.append(verdict(
+                    f"{row['label']} (≥ 1 BDP = {bdp:.0f} pkts): throughput",
+                    row["throughput_mbps"], row["throughput_mbps"] >= 0.9 * rate_mbps,
+                    f"{rate_mbps:g} Mb/s (the link)", "≥ 90 %",
+                    "the BDP rule of thumb (Villamizar & Song 1994); PCC Fig. 7's TCP at 1 BDP",
+                    RATE, [name]))
+        return summary, verdicts
 
     def plot(self, p, results, summary, outdir):
         return [buffer_plot(p, summary, outdir)]

@@ -16,7 +16,7 @@ use std::net::SocketAddrV4;
 use std::path::{Path, PathBuf};
 use traffic::log::{csv_field, FlowLogger, FlowRecord, ThroughputSeries};
 use traffic::{FlowSpec, Workload};
-use transport::pacing::{GapStats, GapSummary};
+use transport::pacing::{GapStats, GapSummary, Lateness};
 use transport::receiver::{ReceiverStats, RecvFlowRecord};
 use transport::sender::{FlowSender, FlowSize, FlowState, SenderConfig, Transmit};
 use transport::wire::{self, Ack};
@@ -38,6 +38,8 @@ pub struct SenderReport {
     pub bytes_acked: u64,
     pub elapsed_ns: u64,
     pub pacing: GapSummary,
+    /// How late the sender's sleeps ended (real time only).
+    pub wake_late: Lateness,
 }
 
 impl SenderReport {
@@ -50,7 +52,7 @@ impl SenderReport {
     }
     pub fn to_json(&self) -> String {
         format!(
-            "{{\"datapath\": \"udp\", \"src\": \"{}\", \"flows_started\": {}, \"flows_complete\": {}, \"flows_failed\": {}, \"pkts_sent\": {}, \"retx_pkts\": {}, \"local_drops\": {}, \"acks\": {}, \"foreign_pkts\": {}, \"late_acks\": {}, \"bad_acks\": {}, \"bytes_acked\": {}, \"elapsed_ns\": {}, \"goodput_mbps\": {:.3}, \"pacing\": {}}}",
+            "{{\"datapath\": \"udp\", \"src\": \"{}\", \"flows_started\": {}, \"flows_complete\": {}, \"flows_failed\": {}, \"pkts_sent\": {}, \"retx_pkts\": {}, \"local_drops\": {}, \"acks\": {}, \"foreign_pkts\": {}, \"late_acks\": {}, \"bad_acks\": {}, \"bytes_acked\": {}, \"elapsed_ns\": {}, \"goodput_mbps\": {:.3}, \"pacing\": {}, \"wake_late\": {}}}",
             self.src,
             self.flows_started,
             self.flows_complete,
@@ -65,7 +67,8 @@ impl SenderReport {
             self.bytes_acked,
             self.elapsed_ns,
             self.goodput_mbps(),
-            self.pacing.to_json()
+            self.pacing.to_json(),
+            self.wake_late.to_json()
         )
     }
 }
@@ -147,7 +150,7 @@ impl SenderStack {
             pending: Vec::with_capacity(32),
             gaps: GapStats::new(2_000_000),
             rr: 0,
-            report: SenderReport { src, ..Default::default() },
+            report: SenderReport { src, wake_late: Lateness::new(1_000_000), ..Default::default() },
         }
     }
 

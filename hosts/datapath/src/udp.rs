@@ -187,7 +187,11 @@ pub fn run_sender(
         }
         let now = clock.now();
         if wake > now + opts.spin_ns {
-            sock.wait_readable(wake - now - opts.spin_ns).map_err(DatapathError::Socket)?;
+            let until = wake - opts.spin_ns;
+            let readable = sock.wait_readable(until - now).map_err(DatapathError::Socket)?;
+            if !readable {
+                stack.report.wake_late.record(clock.now().saturating_sub(until));
+            }
         } else {
             std::hint::spin_loop();
         }

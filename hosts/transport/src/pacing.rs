@@ -124,3 +124,40 @@ mod tests {
         assert!((s.abs_err_p50_pct - 10.0).abs() < 1e-9);
     }
 }
+
+/// How late a loop woke against the time it asked to (a sleep of a pacer
+/// or timer): the machine's wake-up latency as the agent saw it.
+#[derive(Debug, Clone, Default)]
+pub struct Lateness {
+    samples: Vec<u32>,
+    cap: usize,
+    pub count: u64,
+    pub max_ns: u64,
+}
+
+impl Lateness {
+    pub fn new(cap: usize) -> Self {
+        Lateness { cap, ..Default::default() }
+    }
+
+    pub fn record(&mut self, late_ns: u64) {
+        self.count += 1;
+        self.max_ns = self.max_ns.max(late_ns);
+        if self.samples.len() < self.cap {
+            self.samples.push(late_ns.min(u32::MAX as u64) as u32);
+        }
+    }
+
+    /// {"samples", "p50_us", "p99_us", "max_us"}
+    pub fn to_json(&self) -> String {
+        let mut v: Vec<f64> = self.samples.iter().map(|&x| x as f64).collect();
+        v.sort_by(|a, b| a.total_cmp(b));
+        format!(
+            "{{\"samples\": {}, \"p50_us\": {:.1}, \"p99_us\": {:.1}, \"max_us\": {:.1}}}",
+            self.count,
+            pct(&v, 0.50) / 1e3,
+            pct(&v, 0.99) / 1e3,
+            self.max_ns as f64 / 1e3
+        )
+    }
+}

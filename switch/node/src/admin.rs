@@ -27,6 +27,7 @@ fn err(code: StatusCode, msg: impl Into<String>) -> Response {
 pub fn port_json(p: &PortShared) -> Value {
     let s = p.settings();
     let st = p.stats();
+    let sl = p.slip();
     json!({
         "port": p.port,
         "iface": p.iface,
@@ -46,6 +47,9 @@ pub fn port_json(p: &PortShared) -> Value {
         "tail_drops": st.tail_drops,
         "link_loss_drops": st.link_loss_drops,
         "flushed": st.flushed,
+        "ring_drops": st.ring_drops,
+        "lag_clamps": st.lag_clamps,
+        "slip_ns": {"samples": sl.samples, "p50": sl.p50_ns, "p99": sl.p99_ns, "max": sl.max_ns},
     })
 }
 

@@ -263,7 +263,7 @@ impl SwitchCore {
     /// Publishes counters and queue lengths for the control plane.
     pub fn publish(&self) {
         for (p, sh) in self.ports.iter().zip(&self.shared.ports) {
-            sh.publish(&p.egress.stats, p.egress.queue_len());
+            sh.publish(&p.egress.stats, &p.egress.slip, p.egress.queue_len());
         }
     }
 }

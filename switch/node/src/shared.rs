@@ -1,7 +1,7 @@
 //! State a switch's packet path shares with its control plane: per port the
 //! settings the admin API changes and the counters it shows, plus the
 //! run-wide flags. The packet path publishes; the control plane reads.
-use ports::queue::PortStats;
+use ports::queue::{PortStats, SlipStats};
 use ports::socket::monotonic_ns;
 use ports::PortSettings;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -14,7 +14,18 @@ pub struct PortShared {
     pub iface: String,
     pub settings: Mutex<PortSettings>,
     pub queue_len: AtomicUsize,
-    pub stats: [AtomicU64; 10],
+    pub stats: [AtomicU64; 12],
+    /// Departure slip: samples, p50, p99, max (ns).
+    pub slip: [AtomicU64; 4],
+}
+
+/// A port's departure slip as published (ns).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SlipSummary {
+    pub samples: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
 }
 
 impl PortShared {
@@ -25,6 +36,7 @@ impl PortShared {
             settings: Mutex::new(settings),
             queue_len: AtomicUsize::new(0),
             stats: Default::default(),
+            slip: Default::default(),
         }
     }
 
@@ -45,10 +57,20 @@ impl PortShared {
             tx_bytes: s(7),
             tx_errors: s(8),
             flushed: s(9),
+            ring_drops: s(10),
+            lag_clamps: s(11),
         }
     }
 
-    pub fn publish(&self, st: &PortStats, queue_len: usize) {
+    pub fn slip(&self) -> SlipSummary {
+        let s = |i: usize| self.slip[i].load(Relaxed);
+        SlipSummary { samples: s(0), p50_ns: s(1), p99_ns: s(2), max_ns: s(3) }
+    }
+
+    pub fn publish(&self, st: &PortStats, slip: &SlipStats, queue_len: usize) {
+        for (a, x) in self.slip.iter().zip([slip.samples, slip.quantile(0.5), slip.quantile(0.99), slip.max_ns]) {
+            a.store(x, Relaxed);
+        }
         let v = [
             st.rx_pkts,
             st.rx_bytes,
@@ -60,6 +82,8 @@ impl PortShared {
             st.tx_bytes,
             st.tx_errors,
             st.flushed,
+            st.ring_drops,
+            st.lag_clamps,
         ];
         for (a, x) in self.stats.iter().zip(v) {
             a.store(x, Relaxed);

@@ -152,6 +152,9 @@ impl Dataplane {
             if busy && now - last_publish < PUBLISH_NS {
                 continue;
             }
+            for (p, io) in self.core.ports.iter_mut().zip(&self.io) {
+                p.egress.stats.ring_drops += io.sock.take_ring_drops();
+            }
             self.core.publish();
             last_publish = now;
             if busy {

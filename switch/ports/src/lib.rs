@@ -6,5 +6,5 @@ pub mod queue;
 pub mod socket;
 
 pub use config::{PortSettings, PortSpec, PortUpdate};
-pub use queue::{DequeueMeta, EgressPort, PortStats, Rng};
+pub use queue::{DequeueMeta, EgressPort, PortStats, Rng, SlipStats};
 pub use socket::{PacketSocket, SocketError};

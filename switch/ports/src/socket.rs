@@ -351,6 +351,33 @@ impl PacketSocket {
         }
     }
 
+    /// Frames the kernel dropped since the last call because the receive
+    /// ring was full (PACKET_STATISTICS; reading resets the kernel's count).
+    pub fn take_ring_drops(&self) -> u64 {
+        #[repr(C)]
+        struct TpacketStats {
+            tp_packets: u32,
+            tp_drops: u32,
+        }
+        let mut st = TpacketStats { tp_packets: 0, tp_drops: 0 };
+        let mut len = std::mem::size_of::<TpacketStats>() as libc::socklen_t;
+        // SAFETY: PACKET_STATISTICS fills a tpacket_stats of `len` bytes.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                &mut st as *mut _ as *mut libc::c_void,
+                &mut len,
+            )
+        };
+        if r == 0 {
+            u64::from(st.tp_drops)
+        } else {
+            0
+        }
+    }
+
     /// Whether the interface this socket is bound to still exists.
     pub fn interface_exists(&self) -> bool {
         ifindex(&self.iface) == Some(self.ifindex)
