@@ -11,13 +11,14 @@ TARGET ?= auto
 ARGS ?=
 
 .PHONY: all setup build run test test-unit test-rust test-python test-ptf \
-        test-integration p4 p4-check p4-tna-check ptf bench clean help
+        test-integration p4 p4-check p4-tna-check ptf bench clean help mininet
 
 all: help
 
 help:
 	@echo "make run          run $(EXPERIMENT) end to end on the best target (TARGET=auto|embedded|bmv2)"
 	@echo "make test         all tests: p4 output freshness, Rust, Python, PTF, integration"
+	@echo "make mininet      a programmed P4 network at Mininet's prompt (TOPOLOGY=two_hosts)"
 	@echo "make setup        install what p4cc needs (Debian packages, .venv, Rust builds)"
 	@echo "make p4           recompile p4src/ with p4c (needs p4c-bm2-ss)"
 	@echo "make ptf [TARGET=embedded|bmv2]  the PTF data-plane suite (default: every target present)"
@@ -31,6 +32,10 @@ build: setup
 
 run: setup
 	$(P4CC) run $(EXPERIMENT) --target $(TARGET) $(ARGS)
+
+TOPOLOGY ?= two_hosts
+mininet: setup
+	$(P4CC) mininet $(TOPOLOGY) --target $(TARGET)
 
 p4:
 	@python3 tools/p4build.py build

@@ -21,6 +21,8 @@ APT_PACKAGES=(
   python3 python3-venv python3-dev
   # bmv2's simple_switch_CLI (when bmv2 is installed) imports thrift
   python3-thrift
+  # the Mininet prompt (p4cc mininet; p4cc's own switch node, no Open vSwitch)
+  mininet iperf
   # the BPF DCTCP (struct_ops) for kernel TCP
   clang llvm libbpf-dev bpftool
   # Rust builds of crates with C parts

@@ -19,6 +19,7 @@ from .errors import P4ccError, ValueOutOfRange
 from .operations import POSTCARD_FRAME_LEN
 
 PROG = os.environ.get("P4CC_CTL_PROG", "p4cc ctl")
+log = logging.getLogger("p4cc.control")
 
 EXAMPLES = f"""\
 examples:
@@ -107,14 +108,18 @@ def _add_globals(p, suppress: bool):
         return argparse.SUPPRESS if suppress else v
 
     p.add_argument("--addr", default=d(None),
-                   help="P4Runtime server host:port (default 127.0.0.1:9559, env P4CC_ADDR)")
+                   help="P4Runtime server host:port (default: the running lab's switch when "
+                        "exactly one lab is up, else 127.0.0.1:9559; env P4CC_ADDR)")
+    p.add_argument("--switch", "-s", default=d(None),
+                   help="which switch of the running lab, or of a topology/plan (if several)")
     p.add_argument("--device-id", type=int, default=d(None),
                    help="P4Runtime device id (default 1, env P4CC_DEVICE_ID)")
     p.add_argument("--election-id", type=int, default=d(1),
                    help="election id for primary arbitration (default 1)")
-    p.add_argument("--target", choices=["bmv2", "embedded", "tofino"],
+    p.add_argument("--target", choices=["auto", "bmv2", "embedded", "sim", "tofino"],
                    default=d(None),
-                   help="switch kind: queue units and knobs (default bmv2, env P4CC_TARGET)")
+                   help="switch kind: queue units and knobs (default auto: the running lab's, "
+                        "else embedded; env P4CC_TARGET)")
     p.add_argument("--p4info", default=d(None),
                    help="binary P4Info (default p4src/build/cc_switch.p4info.bin, env P4CC_P4INFO)")
     p.add_argument("--bmv2-json", default=d(None),
@@ -185,7 +190,6 @@ def build_parser() -> argparse.ArgumentParser:
         src.add_argument("--plan", help="a scenario plan (plan.json of a results folder, or "
                                         "`p4cc run X --plan-only`)")
         c.add_argument("--arm", help="which arm of the plan (if several)")
-        c.add_argument("--switch", "-s", help="which switch (if several)")
 
     c = cmd("add-entry", "insert (or with --modify, modify) one table entry by names")
     c.add_argument("table")
@@ -275,8 +279,10 @@ def _fmt_rates(sample: dict) -> str:
 READ_ONLY = {"info", "show", "counters", "read-register", "watch", "read-table"}
 
 BUILTIN = {"addr": ("P4CC_ADDR", "127.0.0.1:9559"), "device_id": ("P4CC_DEVICE_ID", 1),
-           "target": ("P4CC_TARGET", "bmv2"), "admin_addr": ("P4CC_ADMIN_ADDR", "127.0.0.1:9560"),
+           "target": ("P4CC_TARGET", "auto"), "admin_addr": ("P4CC_ADMIN_ADDR", "127.0.0.1:9560"),
            "thrift_port": ("P4CC_THRIFT_PORT", 9090)}
+#: A target the lab's record names -> the controller's target class.
+LAB_TARGETS = {"embedded": "embedded", "sim": "embedded", "bmv2": "bmv2"}
 
 
 def switch_config(args):
@@ -307,13 +313,49 @@ def switch_config(args):
         raise ValueOutOfRange(f"no switch '{args.switch}' (known: {', '.join(configs)})") from None
 
 
+def lab_switch(name: Optional[str]) -> Optional[dict]:
+    """The running lab's switch (p4cc up / p4cc mininet / an experiment's
+    run) when exactly one lab is up; None when none is."""
+    from p4cc_topo.state import owner_alive, read_states
+
+    labs = sorted((st for _, st in read_states().values()
+                   if st and st.get("status") == "up" and st.get("switches") and owner_alive(st)),
+                  key=lambda s: s["run_id"])
+    if not labs:
+        return None
+    if len(labs) > 1:
+        raise ValueOutOfRange(f"{len(labs)} labs are up ({', '.join(s['run_id'] for s in labs)}): "
+                              "choose one with --addr HOST:PORT (or P4CC_ADDR)")
+    sws = labs[0]["switches"]
+    if name is None:
+        if len(sws) > 1:
+            raise ValueOutOfRange(f"lab {labs[0]['run_id']} has {len(sws)} switches: choose one "
+                                  f"with --switch ({', '.join(sws)})")
+        name = next(iter(sws))
+    if name not in sws:
+        return None  # a switch of a topology/plan (route/apply), not of the lab
+    return dict(sws[name], run_id=labs[0]["run_id"])
+
+
 def _resolve(args):
-    """Where to connect: the option if given, else the environment, else
-    built-in defaults."""
+    """Where to connect: the option if given, else the environment, else the
+    running lab's switch, else built-in defaults. `auto` targets resolve to
+    the lab's target, else the embedded target (p4cc's default everywhere)."""
+    explicit = args.addr or os.environ.get("P4CC_ADDR")
+    lab = None if explicit else lab_switch(getattr(args, "switch", None))
+    from_lab = {}
+    if lab:
+        from_lab = {"addr": lab.get("grpc_addr"), "device_id": lab.get("device_id"),
+                    "target": LAB_TARGETS.get(lab.get("target")), "admin_addr": lab.get("admin_addr"),
+                    "thrift_port": lab.get("thrift_port")}
+        log.info("using lab %s switch %s at %s", lab["run_id"], lab.get("name"), lab.get("grpc_addr"))
     for key, (env, default) in BUILTIN.items():
         if getattr(args, key, None) is not None:
             continue
-        setattr(args, key, type(default)(os.environ.get(env, default)))
+        val = os.environ.get(env) or from_lab.get(key) or default
+        setattr(args, key, type(default)(val))
+    if args.target == "auto":
+        args.target = from_lab.get("target") or "embedded"
 
 
 async def _run(args) -> int:
@@ -321,8 +363,10 @@ async def _run(args) -> int:
     from .targets import make_target
 
     _resolve(args)
+    if args.target == "sim":
+        args.target = "embedded"  # the simulator serves the embedded target's API
     if args.target not in ("bmv2", "embedded", "tofino"):
-        raise ValueOutOfRange(f"unknown target '{args.target}' (bmv2, embedded, tofino)")
+        raise ValueOutOfRange(f"unknown target '{args.target}' (auto, bmv2, embedded, sim, tofino)")
     target = make_target(args.target, thrift_port=args.thrift_port,
                          admin_addr=args.admin_addr, mtu=args.mtu)
 

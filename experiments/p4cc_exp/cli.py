@@ -4,6 +4,9 @@
     p4cc run EXPERIMENT [--target auto|embedded|bmv2] [--set k=v ...] [--out DIR]
     p4cc run EXPERIMENT --plan-only [--out DIR]     writes DIR/plan.json, runs nothing
     p4cc run --plan plan.json [--target ...]         reruns exactly a saved plan
+    p4cc up TOPOLOGY [--target ...]                  a programmed lab in namespaces, until Ctrl-C
+    p4cc mininet [TOPOLOGY] [--target ...]           the same at Mininet's prompt (mininet>)
+    p4cc exec HOST CMD ...                           a command in a host of the running lab
     p4cc clean [--dry-run]
     p4cc ctl ...            (the P4Runtime controller: p4cc ctl --help)
 """
@@ -76,6 +79,35 @@ def _run(args) -> int:
     return 0
 
 
+def _lab(args) -> int:
+    from p4cc_control.errors import P4ccError
+    from p4cc_topo import (NetworkError, SwitchStartError, TargetUnavailable, TopologyError)
+
+    from .handlab import LabError, mininet, up
+    try:
+        if args.cmd == "up":
+            return up(args.topology, args.target, args.duration)
+        return mininet(args.topology, args.target, args.script)
+    except (LabError, TopologyError, TargetUnavailable, SwitchStartError, NetworkError,
+            P4ccError, ValueError) as e:
+        print(f"p4cc: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 1
+
+
+def _exec(args) -> int:
+    import os
+    from .handlab import LabError, host_command
+    if not args.command:
+        print("p4cc: exec needs a command (p4cc exec HOST CMD ...)", file=sys.stderr)
+        return 2
+    try:
+        cmd = host_command(args.host, args.command)
+    except LabError as e:
+        print(f"p4cc: {e}", file=sys.stderr)
+        return 1
+    os.execvp(cmd[0], cmd)
+
+
 def _clean(args) -> int:
     from p4cc_topo.cli import clean_command
     return clean_command(force=args.force, dry_run=args.dry_run)
@@ -105,6 +137,24 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", help="results folder (default results/EXPERIMENT-TIMESTAMP)")
     r.add_argument("--help-params", action="store_true", help="list the parameters and exit")
     r.set_defaults(fn=_run)
+    for name, what in (("up", "bring a topology up programmed (pipeline, routes, K, link model) in "
+                              "network namespaces until Ctrl-C"),
+                       ("mininet", "bring a topology up programmed at Mininet's prompt")):
+        u = sub.add_parser(name, help=what, description=what)
+        u.add_argument("topology", nargs="?" if name == "mininet" else None, default="two_hosts",
+                       help="a built-in topology (python -m p4cc_topo list) or a YAML file")
+        u.add_argument("--target", default="auto", choices=("auto", "embedded", "bmv2"),
+                       help="switch target (auto: the embedded target unless bmv2 is asked for)")
+        if name == "up":
+            u.add_argument("--duration", type=float, help="tear down after this many seconds")
+        else:
+            u.add_argument("--script", help="run Mininet CLI commands from this file, then exit")
+        u.set_defaults(fn=_lab)
+    x = sub.add_parser("exec", help="run a command in a host of the running lab "
+                                    "(p4cc-host resolves to the built agent)")
+    x.add_argument("host")
+    x.add_argument("command", nargs=argparse.REMAINDER)
+    x.set_defaults(fn=_exec)
     c = sub.add_parser("clean", help="remove what a killed run left (netns, links, processes)")
     c.add_argument("--dry-run", action="store_true", help="only say what would be removed")
     c.add_argument("--force", action="store_true",

@@ -37,6 +37,7 @@ from mininet.topo import Topo  # noqa: E402
 
 from p4cc_topo.builtin import load_topology  # noqa: E402
 from p4cc_topo.model import GATEWAY_IP, Topology, port_mac  # noqa: E402
+from p4cc_topo.naming import port_ifname  # noqa: E402
 from p4cc_topo.network import OFFLOADS_OFF  # noqa: E402
 from p4cc_topo.plan import switch_configs  # noqa: E402
 from p4cc_topo.targets import (Bmv2Switch, EmbeddedSwitch, PyFwdSwitch,  # noqa: E402
@@ -60,7 +61,7 @@ class P4Switch(Switch):
     """
 
     def __init__(self, name, device_id=None, target=None, routes=None,
-                 log_dir=None, p4_json=None, **params):
+                 log_dir=None, p4_json=None, run_id=MN_RUN_ID, **params):
         params.setdefault("inNamespace", False)
         Switch.__init__(self, name, **params)
         self.device_id = int(device_id) if device_id is not None else int(self.dpid, 16)
@@ -68,6 +69,7 @@ class P4Switch(Switch):
         self.routes = routes or []
         self.log_dir = Path(log_dir) if log_dir else LOG_DIR
         self.p4_json = p4_json
+        self.run_id = run_id
         self.sw = None
 
     def _ifaces(self) -> dict[int, str]:
@@ -99,7 +101,7 @@ class P4Switch(Switch):
     def start(self, controllers):
         self._configure_neighbours()
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        common = dict(name=self.name, device_id=self.device_id, ports=self._ifaces(), run_id=MN_RUN_ID,
+        common = dict(name=self.name, device_id=self.device_id, ports=self._ifaces(), run_id=self.run_id,
                       log_dir=self.log_dir)
         if self.target == "embedded":
             self.sw = EmbeddedSwitch(**common)
@@ -123,9 +125,13 @@ class P4Switch(Switch):
 class P4ccTopo(Topo):
     """A Mininet Topo from a p4cc topology (name, YAML path, or Topology)."""
 
-    def build(self, topology="two_hosts", target=None, **params):
+    def build(self, topology="two_hosts", target=None, run_id=None, **params):
         topo = topology if isinstance(topology, Topology) else load_topology(topology, **params)
         self.p4cc = topo
+        # With a p4cc run id, switch-side interfaces follow p4cc's naming, so
+        # `p4cc clean` and the run's watchdog can remove them if Mininet cannot.
+        self.run_id = run_id
+        self._ifaces: list[str] = []
         tgt = resolve_target(target or os.environ.get("P4CC_TARGET") or "auto")
         routes = {n: [{"prefix": r.prefix, "port": r.port, "dst_mac": r.dst_mac} for r in c.routes]
                   for n, c in switch_configs(topo).items()}
@@ -133,14 +139,22 @@ class P4ccTopo(Topo):
             self.addHost(h.name, ip=h.cidr, mac=h.mac)
         for s in topo.switches.values():
             self.addSwitch(s.name, cls=P4Switch, dpid=f"{s.id:x}", device_id=s.id, target=tgt,
-                           routes=routes[s.name])
+                           routes=routes[s.name], run_id=run_id or MN_RUN_ID)
         for l in topo.links:
             kw = {}
-            if l.a.port is not None:
-                kw["port1"] = l.a.port
-            if l.b.port is not None:
-                kw["port2"] = l.b.port
+            for i, end in ((1, l.a), (2, l.b)):
+                if end.port is None:
+                    continue
+                kw[f"port{i}"] = end.port
+                if run_id:
+                    name = port_ifname(run_id, topo.switches[end.node].index, end.port)
+                    kw[f"intfName{i}"] = name
+                    self._ifaces.append(name)
             self.addLink(l.a.node, l.b.node, **kw)
+
+    def switch_ifaces(self) -> list[str]:
+        """Names of the switch-side interfaces (with a run id)."""
+        return list(self._ifaces)
 
 
 def endpoints(net) -> dict[str, dict]:
