@@ -14,6 +14,7 @@ links, the embedded target or bmv2, kernel and user-space host agents.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -35,6 +36,9 @@ ROOT = Path(__file__).resolve().parents[2]
 LISTEN_S = 0.5
 #: Senders get this long from their launch to the shared start.
 START_S = 1.0
+#: Packets per second bmv2 (simple_switch_grpc 1.15, -O2) forwards on these
+#: machines before it saturates (17-23 kpps measured; DESIGN.md), with margin.
+BMV2_MAX_PPS = 15_000
 #: The last counter reading is this long before the traffic ends (at most a
 #: tenth of the measured span, for short runs).
 END_MARGIN_S = 0.5
@@ -110,11 +114,14 @@ class NamespaceLab:
         try:
             if self.requested != "auto":
                 return resolve_target(self.requested)
-            target = resolve_target("auto")
+            if os.environ.get("P4CC_TARGET", "auto") != "auto":
+                target = resolve_target("auto")
+                self.notes.append(f"target {target}: P4CC_TARGET asks for it")
+                return target
         except TargetUnavailable as e:
             raise ExecutorError(str(e).splitlines()[0]) from None
-        self.notes.append(f"target {target}: the embedded target unless bmv2 is asked for "
-                          "(--target bmv2 or P4CC_TARGET=bmv2)")
+        target, why = auto_target(plan)
+        self.notes.append(f"target {target}: {why}")
         return target
 
     def finish(self) -> None:
@@ -216,6 +223,37 @@ class NamespaceLab:
             ops.clear_k(e.port) if k is None else ops.set_k(e.port, k)
         if s:
             ops.set_queue(e.port, **s)
+
+
+def bmv2_load_pps(plan: Plan) -> float:
+    """Packets per second a switch of the plan handles at most: the busiest
+    port's line rate in MTU packets, its ACKs, and a postcard per packet."""
+    worst = 0.0
+    for arm in plan.arms:
+        for sw in arm.switches.values():
+            pps = max((c.rate_bps or 0) / (8 * 1500) for c in sw.ports.values())
+            n = sw.postcards.one_in_n if sw.postcards else 0
+            worst = max(worst, 2 * pps * (1 + (1 / n if n else 0)))
+    return worst
+
+
+def auto_target(plan: Plan) -> tuple[str, str]:
+    """bmv2 when it is installed and can serve the plan as configured (every
+    link property, and a packet rate within its reach), else the embedded
+    target; with the reason, for the run log."""
+    try:
+        find_bmv2()
+    except TargetUnavailable:
+        resolve_target("embedded")
+        return "embedded", "bmv2 is not installed (auto picks it when it is and can serve the run)"
+    problems = capability_problems(plan, "bmv2")
+    if problems:
+        return "embedded", f"bmv2 cannot serve this run: {problems[0]}"
+    load = bmv2_load_pps(plan)
+    if load > BMV2_MAX_PPS:
+        return "embedded", (f"bmv2 cannot serve this run: about {load / 1e3:.0f} kpps through a "
+                            f"switch, bmv2 saturates near {BMV2_MAX_PPS / 1e3:.0f} kpps here")
+    return "bmv2", f"bmv2 is installed and can serve this run (about {load / 1e3:.1f} kpps)"
 
 
 def bmv2_keepup(arm: ArmPlan, outdir: Path, measure: dict) -> float | None:

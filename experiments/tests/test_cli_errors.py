@@ -1,0 +1,80 @@
+"""Every user error of p4cc's command lines is one line on stderr and a
+non-zero exit, never a traceback."""
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+P4CC = str(ROOT / ".venv/bin/p4cc")
+PY = str(ROOT / ".venv/bin/python")
+
+
+def one_line_error(args, env=None, code=None, needle=""):
+    r = subprocess.run(args, capture_output=True, text=True, timeout=120,
+                       env={**os.environ, **(env or {})}, cwd=ROOT)
+    lines = [l for l in r.stderr.strip().splitlines() if l.strip()]
+    assert r.returncode != 0, f"{args}: exit 0\n{r.stdout}{r.stderr}"
+    if code is not None:
+        assert r.returncode == code, f"{args}: exit {r.returncode}: {r.stderr}"
+    assert len(lines) == 1 and "Traceback" not in r.stderr, f"{args}:\n{r.stderr}"
+    assert needle in lines[0], f"{args}: {lines[0]!r} lacks {needle!r}"
+    return lines[0]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["run", "nope"], "unknown experiment"),
+    (["run", "dctcp-queue", "--set", "rate=abc"], "not a number"),
+    (["run", "dctcp-queue", "--set", "nope=1"], "unknown parameter"),
+    (["run", "dctcp-queue", "--set", "rate=100Tbps"], "unknown rate unit"),
+    (["run", "dctcp-queue", "--set", "warmup=20"], "warmup"),
+    (["run", "dctcp-queue", "--scale", "paper", "--target", "embedded"], "virtual time"),
+    (["run", "--plan", "/nonexistent/plan.json"], "cannot read"),
+    (["run"], "give an experiment"),
+    (["exec", "h1"], "needs a command"),
+])
+def test_run_errors(args, needle):
+    one_line_error([P4CC, *args], needle=needle)
+
+
+def test_a_target_that_cannot_apply_a_property(tmp_path):
+    fake = tmp_path / "simple_switch_grpc"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    one_line_error([P4CC, "run", "dctcp-queue", "--target", "bmv2", "--out", str(tmp_path / "o")],
+                   env={"P4CC_BMV2_BIN": str(fake)}, needle="needs netem")
+
+
+def test_a_missing_tool(tmp_path):
+    one_line_error([P4CC, "run", "dctcp-queue", "--target", "bmv2", "--out", str(tmp_path / "o")],
+                   env={"P4CC_BMV2_BIN": str(tmp_path / "none"), "PATH": "/usr/bin:/bin"},
+                   needle="not installed")
+    one_line_error([P4CC, "run", "dctcp-queue", "--target", "sim", "--out", str(tmp_path / "p")],
+                   env={"P4CC_SIM_BIN": str(tmp_path / "none")}, needle="p4cc-sim is not built")
+
+
+def test_a_bad_plan_file(tmp_path):
+    p = tmp_path / "plan.json"
+    p.write_text('{"schema": "p4cc.plan", "version": 99}')
+    one_line_error([P4CC, "run", "--plan", str(p)], needle="version 99")
+
+
+def test_lab_errors(tmp_path):
+    one_line_error([P4CC, "up", "nosuchtopology"], needle="nosuchtopology")
+    fake = tmp_path / "simple_switch_grpc"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    one_line_error([P4CC, "up", "dumbbell", "--target", "bmv2"], env={"P4CC_BMV2_BIN": str(fake)},
+                   needle="needs netem")
+
+
+def test_ctl_errors():
+    one_line_error([P4CC, "ctl", "set-k", "1"], env={"P4CC_ADDR": "127.0.0.1:1"}, needle="")
+    one_line_error([P4CC, "ctl", "route", "--topology", "nosuch", "--addr", "127.0.0.1:1"],
+                   needle="nosuch")
+
+
+def test_ptf_without_the_target():
+    one_line_error([PY, "ptf-tests/run.py", "--target", "bmv2"],
+                   env={"P4CC_BMV2_BIN": "/nonexistent", "PATH": "/usr/bin:/bin"}, needle="bmv2")
