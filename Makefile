@@ -60,8 +60,9 @@ ptf: setup
 	fi
 
 bench: setup
-	bash switch/bench/bench.sh
+	P4CC_PYTHON=$(PWD)/$(PY) bash switch/bench/bench.sh
 	bash hosts/bench/veth_bench.sh
+	$(PY) sim/bench/bench.py
 
 clean:
 	@if [ -x $(P4CC) ]; then $(P4CC) clean; else echo "nothing to clean (p4cc not set up)"; fi

@@ -26,6 +26,17 @@ fn emit(v: serde_json::Value) {
     let _ = out.flush();
 }
 
+/// CPU time this process used (user + system), for benchmarks on a shared machine.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
 fn secs_to_ns(s: f64) -> u64 {
     (s.max(0.0) * 1e9).round() as u64
 }
@@ -94,6 +105,7 @@ pub fn serve(mut world: World, input: impl BufRead, stop: Arc<AtomicBool>) -> Re
     done["sim_s"] = sim_s.into();
     done["events"] = events.into();
     done["wall_s"] = started.elapsed().as_secs_f64().into();
+    done["cpu_s"] = cpu_seconds().into();
     emit(done);
     Ok(complete)
 }

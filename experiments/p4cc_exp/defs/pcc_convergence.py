@@ -17,6 +17,7 @@ from ..params import Param, rate_bps, seconds, str_list
 from ..stats import jain_index, mean
 from ..verdicts import RATE, verdict
 from .dctcp_convergence import join_leave_plot
+from .dctcp_queue import postcard_sampling
 
 KERNEL = {"cubic", "reno"}
 
@@ -106,7 +107,7 @@ class PccConvergence(Experiment):
             out.append(blocks.arm(cc, f"{cc_label(cc)} ({'kernel TCP' if dp == 'kernel' else 'p4cc transport'})",
                                   topo, agents, (2 * n - 1) * iv, p["warmup"], shared,
                                   {"cc": cc, "datapath": dp},
-                                  max(1, round(p["rate"] / 100e6))))
+                                  postcard_sampling({**p, "sample": 0})))
         return out
 
     def analyse(self, p, results):

@@ -20,9 +20,16 @@ pub fn word(seed: u64, idx: u64) -> u64 {
 pub fn fill(seed: u64, offset: u64, buf: &mut [u8]) {
     let mut pos = offset;
     let mut i = 0;
+    // A partial first word, then whole words (most of a packet), then the rest.
     while i < buf.len() {
-        let w = word(seed, pos / 8).to_le_bytes();
         let start = (pos % 8) as usize;
+        let w = word(seed, pos / 8).to_le_bytes();
+        if start == 0 && buf.len() - i >= 8 {
+            buf[i..i + 8].copy_from_slice(&w);
+            i += 8;
+            pos += 8;
+            continue;
+        }
         let n = (8 - start).min(buf.len() - i);
         buf[i..i + n].copy_from_slice(&w[start..start + n]);
         i += n;
@@ -36,10 +43,23 @@ pub fn mismatches(seed: u64, offset: u64, buf: &[u8]) -> usize {
     let mut i = 0;
     let mut bad = 0;
     while i < buf.len() {
-        let w = word(seed, pos / 8).to_le_bytes();
         let start = (pos % 8) as usize;
+        let w = word(seed, pos / 8);
+        if start == 0 && buf.len() - i >= 8 {
+            // Whole words compare as one; bytes are counted only on a difference.
+            let mut got = [0u8; 8];
+            got.copy_from_slice(&buf[i..i + 8]);
+            let diff = w ^ u64::from_le_bytes(got);
+            if diff != 0 {
+                bad += diff.to_le_bytes().iter().filter(|&&b| b != 0).count();
+            }
+            i += 8;
+            pos += 8;
+            continue;
+        }
+        let wb = w.to_le_bytes();
         let n = (8 - start).min(buf.len() - i);
-        bad += w[start..start + n].iter().zip(&buf[i..i + n]).filter(|(a, b)| a != b).count();
+        bad += wb[start..start + n].iter().zip(&buf[i..i + n]).filter(|(a, b)| a != b).count();
         i += n;
         pos += n as u64;
     }
