@@ -1,0 +1,73 @@
+"""The fidelity monitor under load: a short emulated run with CPU hogs
+beside it (started and stopped here, at normal priority) is reported as
+lagging and its sensitive verdicts void; the same run on the quiet machine
+is not void. Bounded in time: two short runs."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from p4cc_exp.fidelity import judge_arm
+from p4cc_exp.registry import get
+from p4cc_exp.runner import make_plan, run
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces)")
+
+# Senders on p4cc's transport report their own pacing and wake-ups; kernel
+# TCP's only the switch's. 4 s of traffic per arm.
+SHORT = ["duration=4", "warmup=1", "datapaths=user"]
+
+
+@pytest.fixture
+def hogs():
+    """One busy loop per CPU, at normal priority, for the test's duration."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+             for _ in range(os.cpu_count() or 1)]
+    time.sleep(0.5)
+    yield procs
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+def fidelity_of(folder):
+    s = json.loads((folder / "summary.json").read_text())
+    return s, s["fidelity"]
+
+
+def test_a_run_beside_cpu_hogs_is_void_with_the_reason(tmp_path, hogs):
+    run(get("dctcp-queue"), target="embedded", overrides=SHORT, out=str(tmp_path / "r"))
+    s, fid = fidelity_of(tmp_path / "r")
+    violations = [v for f in fid.values() for k in ("queue", "rate") for v in f["violations"][k]]
+    assert violations, f"the monitor saw no lag beside {len(hogs)} hogs: {json.dumps(fid, indent=1)}"
+    assert s["counts"]["void"] > 0
+    void = [v for v in s["verdicts"] if v["status"] == "void"]
+    assert all(v["reason"].startswith("emulation lagged") for v in void)
+    assert any(w in " ".join(violations) for w in ("slip", "wake-up", "pacing", "ring"))
+
+
+def test_the_same_run_on_a_quiet_machine_is_not_void(tmp_path):
+    run(get("dctcp-queue"), target="embedded", overrides=SHORT, out=str(tmp_path / "r"))
+    s, fid = fidelity_of(tmp_path / "r")
+    assert s["counts"]["void"] == 0, json.dumps(fid, indent=1)
+
+
+def test_bounds_follow_the_bottleneck_rate():
+    arm = make_plan(get("dctcp-queue")).arms[0]      # 100 Mb/s: one packet is 120 µs
+    rec = {"switches": {"s1": {"3": {"rx_pkts": 1000, "ring_drops": 0, "lag_clamps": 0,
+                                     "slip_ns": {"p99": 200_000}}}}, "agents": {}}
+    out = judge_arm(dict(rec), arm, "embedded")
+    assert out["ok"] == {"queue": False, "rate": True} and abs(out["tau_us"] - 120) < 1e-9
+    rec["switches"]["s1"]["3"]["slip_ns"]["p99"] = 2_000_000
+    assert judge_arm(dict(rec), arm, "embedded")["ok"]["rate"] is False
+    rec["switches"]["s1"]["3"].update(slip_ns={"p99": 10_000}, ring_drops=5)
+    out = judge_arm(dict(rec), arm, "embedded")
+    assert out["ok"] == {"queue": False, "rate": False} and "receive ring" in out["violations"]["rate"][0]
+    rec = {"agents": {"h1": {"pacing": {"samples": 1000, "mean_error_pct": 12.0},
+                             "wake_late": {"samples": 10, "p99_us": 50}}}, "switches": {}}
+    out = judge_arm(rec, arm, "embedded")
+    assert out["ok"] == {"queue": True, "rate": False} and "pacing error" in out["violations"]["rate"][0]
+    assert judge_arm({"exact": True}, arm, "sim")["ok"] == {"queue": True, "rate": True}
