@@ -91,10 +91,15 @@ class PccRttFairness(Experiment):
                     med >= 0.7, "close to fair (1)", "≥ 0.7",
                     "PCC (NSDI 2015) RTT-fairness figure", RATE, arms))
             elif cc == "reno":
+                # AIMD's rate falls as 1/RTT with independent random losses
+                # (Mathis et al. 1997) and as 1/RTT² with losses synchronised by
+                # a shared drop-tail queue (Lakshman & Madhow 1997).
+                lo, hi = rtt_ratio ** 2, rtt_ratio
                 verdicts.append(verdict(
                     f"Reno: long/short throughput at {rtt:g} ms (median of {len(v)})", med,
-                    rtt_ratio / 2 <= med <= 2 * rtt_ratio, f"RTT ratio {rtt_ratio:.2f}",
-                    "within ×2", "Reno's rate ∝ 1/RTT (Mathis et al. 1997); PCC RTT-fairness "
+                    lo / 1.5 <= med <= 1.5 * hi, f"between (RTTs/RTTl)² = {lo:.3f} and "
+                    f"RTTs/RTTl = {hi:.2f}", "×1.5 either side",
+                    "Lakshman & Madhow 1997 (RTT⁻²), Mathis et al. 1997 (RTT⁻¹); PCC RTT-fairness "
                     "figure", RATE, arms))
         return summary, verdicts
 
