@@ -126,6 +126,17 @@ impl<'a> Params<'a> {
         }
     }
 
+    /// One of `options`, matched case-insensitively; returned as spelled
+    /// in `options`.
+    pub(crate) fn choice(&self, name: &str, options: &[&'static str]) -> Result<&'static str, CcError> {
+        let raw = self.raw(name)?;
+        options
+            .iter()
+            .find(|o| o.eq_ignore_ascii_case(&raw))
+            .copied()
+            .ok_or_else(|| self.bad(name, &raw, format!("expected one of {}", options.join(", "))))
+    }
+
     /// Cross-parameter check failures (e.g. tlow >= thigh).
     pub(crate) fn invalid(&self, name: &str, why: impl Into<String>) -> CcError {
         let raw = self.raw(name).unwrap_or_default();
@@ -141,6 +152,7 @@ mod tests {
         ParamInfo { name: "g", default: "0.0625", doc: "gain" },
         ParamInfo { name: "n", default: "5", doc: "count" },
         ParamInfo { name: "on", default: "true", doc: "flag" },
+        ParamInfo { name: "mode", default: "fast", doc: "choice" },
     ];
 
     fn given(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -154,6 +166,10 @@ mod tests {
         assert_eq!(p.f64_in("g", 0.0, 1.0).unwrap(), 0.0625);
         assert_eq!(p.u64_in("n", 0, 100).unwrap(), 9, "last value wins");
         assert!(p.bool("on").unwrap());
+        assert_eq!(p.choice("mode", &["slow", "fast"]).unwrap(), "fast");
+        let g = given(&[("mode", " SLOW ")]);
+        let p = Params::new("x", SPECS, &g).unwrap();
+        assert_eq!(p.choice("mode", &["slow", "fast"]).unwrap(), "slow", "trimmed, any case");
     }
 
     #[test]
@@ -162,7 +178,7 @@ mod tests {
         match Params::new("x", SPECS, &g) {
             Err(CcError::UnknownParam { param, known, .. }) => {
                 assert_eq!(param, "gg");
-                assert_eq!(known, "g, n, on");
+                assert_eq!(known, "g, n, on, mode");
             }
             _ => panic!("expected UnknownParam"),
         }
@@ -171,6 +187,12 @@ mod tests {
         assert!(matches!(p.f64_in("g", 0.0, 1.0), Err(CcError::BadValue { .. })));
         assert!(matches!(p.u64_in("n", 0, 10), Err(CcError::BadValue { .. })));
         assert!(matches!(p.bool("on"), Err(CcError::BadValue { .. })));
+        let g = given(&[("mode", "medium")]);
+        let p = Params::new("x", SPECS, &g).unwrap();
+        match p.choice("mode", &["slow", "fast"]) {
+            Err(CcError::BadValue { why, .. }) => assert_eq!(why, "expected one of slow, fast"),
+            other => panic!("expected BadValue, got {other:?}"),
+        }
         let g = given(&[("g", "NaN")]);
         let p = Params::new("x", SPECS, &g).unwrap();
         assert!(matches!(p.f64_in("g", 0.0, 1.0), Err(CcError::BadValue { .. })));

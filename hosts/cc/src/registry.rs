@@ -20,7 +20,7 @@ const ENTRIES: &[Entry] = &[
     Entry { name: "timely", aliases: &[], description: "TIMELY: rate control from the RTT gradient (SIGCOMM'15 Algorithm 1)", params: timely::TIMELY_PARAMS },
     Entry { name: "oracle-timely", aliases: &[], description: "TIMELY's control law fed the switch's echoed queue depth instead of the RTT", params: timely::ORACLE_PARAMS },
     Entry { name: "vegas", aliases: &[], description: "TCP Vegas: keep alpha..beta packets queued, judged once per RTT from base RTT", params: vegas::PARAMS },
-    Entry { name: "pcc-allegro", aliases: &["pcc"], description: "PCC Allegro: online experiments on a loss-based utility (NSDI'15)", params: pcc::allegro::PARAMS },
+    Entry { name: "pcc-allegro", aliases: &["pcc"], description: "PCC Allegro: loss-based utility with PCC-Uspace's latency factor, on its gradient ascent (NSDI'15; PCC-Uspace)", params: pcc::allegro::PARAMS },
     Entry { name: "pcc-vivace", aliases: &[], description: "PCC Vivace: gradient ascent on a latency-aware utility (NSDI'18)", params: pcc::vivace::PARAMS },
 ];
 

@@ -42,6 +42,15 @@ pub struct MiStats {
     /// is noise.
     pub rtt_gradient_error: f64,
     pub rtt_samples: u32,
+    /// Smoothed RTT just before the MI's first own RTT sample came in, ns
+    /// (0 if it got none): the RTT it started from (PCC-Uspace
+    /// `rtt_on_monitor_start`, the average RTT when the interval's first
+    /// packet is acked).
+    pub srtt_start_ns: f64,
+    /// Smoothed RTT when the MI was scored, ns (PCC-Uspace
+    /// `rtt_on_monitor_end`, the average RTT when its utility becomes
+    /// available).
+    pub srtt_end_ns: f64,
 }
 
 impl MiStats {
@@ -150,6 +159,8 @@ struct Mi {
     acked: u64,
     lost: u64,
     fit: Fit,
+    /// srtt before the first own RTT sample (0 until then).
+    srtt_start_ns: f64,
 }
 
 impl Mi {
@@ -253,6 +264,7 @@ impl Monitor {
             acked: 0,
             lost: 0,
             fit: Fit::default(),
+            srtt_start_ns: 0.0,
         });
         id
     }
@@ -295,6 +307,7 @@ impl Monitor {
     }
 
     pub fn on_ack(&mut self, s: &AckSample) {
+        let srtt_before = self.srtt_ns();
         if let Some(r) = s.rtt_ns {
             self.rtt.update(r);
         }
@@ -307,6 +320,9 @@ impl Monitor {
                 m.acked = m.acked.saturating_add(s.acked_bytes);
             }
             if let Some(r) = s.rtt_ns {
+                if m.fit.n == 0.0 {
+                    m.srtt_start_ns = srtt_before;
+                }
                 m.fit.add(sent_at.saturating_sub(m.start_ns) as f64 / 1e3, r as f64 / 1e3);
             }
         }
@@ -363,6 +379,8 @@ impl Monitor {
             rtt_gradient: m.fit.slope(),
             rtt_gradient_error: m.fit.rel_error(),
             rtt_samples: m.fit.n as u32,
+            srtt_start_ns: m.srtt_start_ns,
+            srtt_end_ns: self.srtt_ns(),
         }
     }
 }
@@ -495,6 +513,23 @@ mod tests {
         assert!(m.take_finished(22_400_000).is_empty(), "MI 0 closed at 10 ms + 12.5 ms grace");
         let s = &m.take_finished(22_500_000)[0];
         assert_eq!((s.id, s.acked_bytes, s.lost_bytes), (0, 1000, 0));
+    }
+
+    #[test]
+    fn srtt_is_recorded_before_the_first_own_sample_and_when_scored() {
+        let mut m = monitor();
+        // An echo of data sent before any MI moves srtt to 10 ms.
+        m.on_ack(&ack(50_000_000, 10_000_000));
+        m.open(100_000_000, 100e6);
+        m.on_send(100_000_000, 1000);
+        m.on_send(101_000_000, 1000);
+        // MI 0's first own sample: srtt was 10 ms before it; 18 ms moves
+        // srtt by 1/8 of the gap to 11 ms, the next to 11.875 ms.
+        m.on_ack(&ack(118_000_000, 18_000_000));
+        m.on_ack(&ack(119_000_000, 18_000_000));
+        m.open(120_000_000, 100e6);
+        let s = &m.take_finished(200_000_000)[0];
+        assert_eq!((s.srtt_start_ns, s.srtt_end_ns), (10_000_000.0, 11_875_000.0));
     }
 
     #[test]

@@ -3,22 +3,39 @@
 //! `PccSender`/`PccVivaceSender` move the rate).
 //!
 //! Rates and throughputs are in Mbit/s (10⁶ bit/s), as in
-//! `PccUtilityManager::ComputeSimpleMetrics` (bytes·8 / µs).
+//! `PccUtilityManager::ComputeSimpleMetrics` (bytes·8 / µs), for both
+//! utilities (PCC-Uspace's Allegro utility is in bytes/µs × 1000, 125
+//! times that; see docs/algorithms.md for why we do not follow it).
 
 use super::monitor::MiStats;
 
 /// Scores one monitor interval. `starting` tells whether the MI was sent
-/// during start-up (Vivace treats small RTT gradients as noise there).
+/// during start-up (Vivace treats small RTT gradients as noise there;
+/// Allegro tolerates a larger RTT change).
 pub trait Utility: Send + std::fmt::Debug {
     fn utility(&self, s: &MiStats, starting: bool) -> f64;
 }
 
-/// PCC Allegro (NSDI'15 §2.2): `u = T·Sigmoid_α(L − threshold) − x·L`,
-/// `Sigmoid_α(y) = 1/(1 + e^{α·y})`; T throughput, x sending rate, L loss.
+/// PCC Allegro as PCC-Uspace computes it (`PccUtilityManager::
+/// CalculateUtilityAllegro`): the NSDI'15 §2.2 utility
+/// `u = T·Sigmoid_α(L − threshold) − x·L` with its throughput credit also
+/// scaled by a latency factor `Sigmoid_β(1 − RTT_start/RTT_end)`, where
+/// `Sigmoid_a(y) = 1/(1 + e^{a·y})`; T throughput, x sending rate, L loss
+/// rate, RTT_start/RTT_end the smoothed RTT when the MI's first packet was
+/// acked and when it was scored. A ratio within `1 ± tolerance` counts as
+/// 1 (factor 1/2): only an RTT that moved by more than the tolerance over
+/// one MI changes the score, and then steeply. `rtt_coef = 0` drops the
+/// factor (the paper's utility).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AllegroUtility {
     pub alpha: f64,
     pub loss_threshold: f64,
+    /// β, steepness of the latency sigmoid; 0 = no latency factor.
+    pub rtt_coef: f64,
+    /// RTT ratio tolerance of MIs sent after start-up ...
+    pub rtt_tolerance: f64,
+    /// ... and of start-up MIs.
+    pub rtt_tolerance_startup: f64,
 }
 
 pub fn sigmoid(alpha: f64, y: f64) -> f64 {
@@ -26,14 +43,28 @@ pub fn sigmoid(alpha: f64, y: f64) -> f64 {
 }
 
 impl AllegroUtility {
-    pub fn of(&self, throughput_mbps: f64, loss: f64, rate_mbps: f64) -> f64 {
-        throughput_mbps * sigmoid(self.alpha, loss - self.loss_threshold) - rate_mbps * loss
+    /// The latency factor for smoothed RTTs `start` → `end` under
+    /// `tolerance`; 1 without the factor, 1/2 within the tolerance.
+    pub fn latency_factor(&self, start: f64, end: f64, tolerance: f64) -> f64 {
+        if self.rtt_coef == 0.0 {
+            return 1.0;
+        }
+        let ratio = if start > 0.0 && end > 0.0 { start / end } else { 1.0 };
+        // PCC-Uspace: strictly inside the band counts as no change.
+        let ratio = if ratio > 1.0 - tolerance && ratio < 1.0 + tolerance { 1.0 } else { ratio };
+        sigmoid(self.rtt_coef, 1.0 - ratio)
+    }
+
+    pub fn of(&self, throughput_mbps: f64, loss: f64, rate_mbps: f64, latency_factor: f64) -> f64 {
+        throughput_mbps * sigmoid(self.alpha, loss - self.loss_threshold) * latency_factor - rate_mbps * loss
     }
 }
 
 impl Utility for AllegroUtility {
-    fn utility(&self, s: &MiStats, _starting: bool) -> f64 {
-        self.of(s.throughput_bps() / 1e6, s.loss_rate(), s.send_rate_bps() / 1e6)
+    fn utility(&self, s: &MiStats, starting: bool) -> f64 {
+        let tolerance = if starting { self.rtt_tolerance_startup } else { self.rtt_tolerance };
+        let lat = self.latency_factor(s.srtt_start_ns, s.srtt_end_ns, tolerance);
+        self.of(s.throughput_bps() / 1e6, s.loss_rate(), s.send_rate_bps() / 1e6, lat)
     }
 }
 
@@ -84,21 +115,48 @@ mod tests {
         MiStats { sent_pkts: sent / 1000, sent_bytes: sent, acked_bytes: acked, lost_bytes: lost, duration_ns: dur_ms * 1e6, ..Default::default() }
     }
 
+    fn allegro(rtt_coef: f64) -> AllegroUtility {
+        AllegroUtility { alpha: 100.0, loss_threshold: 0.05, rtt_coef, rtt_tolerance: 0.05, rtt_tolerance_startup: 0.3 }
+    }
+
     #[test]
-    fn allegro_matches_the_paper() {
-        let a = AllegroUtility { alpha: 100.0, loss_threshold: 0.05 };
+    fn allegro_without_the_latency_factor_is_the_papers() {
+        let a = allegro(0.0);
         // No loss: u = T / (1 + e^-5).
-        assert!((a.of(100.0, 0.0, 100.0) - 100.0 / (1.0 + (-5.0f64).exp())).abs() < 1e-12);
+        assert!((a.of(100.0, 0.0, 100.0, 1.0) - 100.0 / (1.0 + (-5.0f64).exp())).abs() < 1e-12);
         // At 5 % loss the sigmoid is 1/2: 95/2 − 100·0.05.
-        assert!((a.of(95.0, 0.05, 100.0) - (47.5 - 5.0)).abs() < 1e-12);
+        assert!((a.of(95.0, 0.05, 100.0, 1.0) - (47.5 - 5.0)).abs() < 1e-12);
         // Far past 5 % the throughput credit vanishes.
-        assert!(a.of(80.0, 0.2, 100.0) < -19.9);
-        // Worked MI: 1.25 MB sent in 100 ms (100 Mbit/s), 2 % lost.
-        let s = mi(1_250_000, 1_225_000, 25_000, 100.0);
+        assert!(a.of(80.0, 0.2, 100.0, 1.0) < -19.9);
+        // Worked MI: 1.25 MB sent in 100 ms (100 Mbit/s), 2 % lost; any RTTs.
+        let mut s = mi(1_250_000, 1_225_000, 25_000, 100.0);
+        (s.srtt_start_ns, s.srtt_end_ns) = (30e6, 60e6);
         let want = 98.0 / (1.0 + (-3.0f64).exp()) - 100.0 * 0.02;
         assert!((a.utility(&s, false) - want).abs() < 1e-9);
         // All packets lost: the rate is pure penalty.
         assert!((a.utility(&mi(1_250_000, 0, 1_250_000, 100.0), false) + 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn allegro_latency_factor_is_pcc_uspaces() {
+        let a = allegro(200.0);
+        // Inside the 5 % band (30 → 31 ms, ratio 0.968): factor 1/2.
+        assert_eq!(a.latency_factor(30e6, 31e6, 0.05), 0.5);
+        // 30 → 33 ms (ratio 1/1.1): 1/(1 + e^{200·(1 − 30/33)}) ≈ 1.3e-8.
+        let f = a.latency_factor(30e6, 33e6, 0.05);
+        assert!((f - 1.0 / (1.0 + (200.0f64 * (3.0 / 33.0)).exp())).abs() < 1e-15 && f < 2e-8, "{f}");
+        // A falling RTT (33 → 30 ms, ratio 1.1) earns nearly full credit.
+        assert!(a.latency_factor(33e6, 30e6, 0.05) > 0.999_999);
+        // No RTT yet: no change.
+        assert_eq!(a.latency_factor(0.0, 30e6, 0.05), 0.5);
+        // Worked MI: 100 Mbit/s, 2 % lost, srtt 30 → 33 ms. Scored after
+        // start-up the throughput credit is gone: u ≈ −x·L = −2.
+        let mut s = mi(1_250_000, 1_225_000, 25_000, 100.0);
+        (s.srtt_start_ns, s.srtt_end_ns) = (30e6, 33e6);
+        let sig = 1.0 / (1.0 + (-3.0f64).exp());
+        assert!((a.utility(&s, false) - (98.0 * sig * f - 2.0)).abs() < 1e-9);
+        // In start-up the 30 % band covers it: half the credit.
+        assert!((a.utility(&s, true) - (98.0 * sig * 0.5 - 2.0)).abs() < 1e-9);
     }
 
     #[test]

@@ -18,6 +18,9 @@
 //!   is clipped and raises k by one, a step within it lowers k by one, and
 //!   probing resets k (`kInitialMaxStepSize`, `kIncrementalStepSize`);
 //! * no step is smaller than `min_step_mbps` (`kMinRateChange`).
+//!
+//! PCC-Uspace runs every utility on this rule (its core creates only
+//! `PccVivaceSender`), so pcc-allegro uses it too unless told otherwise.
 
 use std::collections::BTreeMap;
 
@@ -28,17 +31,29 @@ use super::{pcc_param_table, CommonParams, Pcc};
 use crate::params::{ParamInfo, Params};
 use crate::{CcError, PathInfo};
 
-pub(crate) const PARAMS: &[ParamInfo] = pcc_param_table![
+pub(crate) const PARAMS: &[ParamInfo] = gradient_param_table![
     ParamInfo { name: "exponent", default: "0.9", doc: "throughput exponent t in x^t (paper, PCC-Uspace: 0.9)" },
     ParamInfo { name: "latency_coef", default: "900", doc: "latency-gradient penalty b (paper, PCC-Uspace: 900)" },
     ParamInfo { name: "loss_coef", default: "11.35", doc: "loss penalty c (paper, PCC-Uspace: 11.35)" },
-    ParamInfo { name: "eps", default: "0.05", doc: "probing step ε: trials at r(1±ε) (paper, PCC-Uspace: 0.05)" },
-    ParamInfo { name: "theta0", default: "1", doc: "rate change per unit utility gradient θ0, Mbit/s per (utility per Mbit/s) (PCC-Uspace: 1)" },
-    ParamInfo { name: "amp_exponent", default: "1.2", doc: "confidence amplifier m(τ) = floor((τ+1)/2)^amp_exponent after τ same-direction steps (PCC-Uspace: 1.2)" },
-    ParamInfo { name: "omega0", default: "0.05", doc: "initial dynamic change boundary ω0, fraction of the rate (paper, PCC-Uspace: 0.05)" },
-    ParamInfo { name: "omega_delta", default: "0.05", doc: "boundary increment δ each time a step hits the boundary (PCC-Uspace: 0.05; paper: 0.1)" },
-    ParamInfo { name: "min_step_mbps", default: "0.5", doc: "smallest rate change, Mbit/s (PCC-Uspace: 500 kbit/s)" },
 ];
+
+/// A parameter table with the gradient-ascent steps (PCC-Uspace's
+/// `PccVivaceSender`, which Allegro runs on too): the variant's own specs,
+/// the step specs, then the ones every PCC variant shares.
+macro_rules! gradient_param_table {
+    ($($own:expr),* $(,)?) => {
+        pcc_param_table![
+            $($own,)*
+            ParamInfo { name: "eps", default: "0.05", doc: "probing step ε: trials at r(1±ε) (NSDI'18, PCC-Uspace: 0.05)" },
+            ParamInfo { name: "theta0", default: "1", doc: "rate change per unit utility gradient θ0, Mbit/s per (utility per Mbit/s) (PCC-Uspace: 1)" },
+            ParamInfo { name: "amp_exponent", default: "1.2", doc: "confidence amplifier m(τ) = floor((τ+1)/2)^amp_exponent after τ same-direction steps (PCC-Uspace: 1.2)" },
+            ParamInfo { name: "omega0", default: "0.05", doc: "initial dynamic change boundary ω0, fraction of the rate (NSDI'18, PCC-Uspace: 0.05)" },
+            ParamInfo { name: "omega_delta", default: "0.05", doc: "boundary increment δ each time a step hits the boundary (PCC-Uspace: 0.05; NSDI'18: 0.1)" },
+            ParamInfo { name: "min_step_mbps", default: "0.5", doc: "smallest rate change, Mbit/s (PCC-Uspace: 500 kbit/s)" },
+        ]
+    };
+}
+pub(crate) use gradient_param_table;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct VivaceSteps {
@@ -50,7 +65,21 @@ pub struct VivaceSteps {
     pub min_step_mbps: f64,
 }
 
-/// Vivace's moving rule.
+impl VivaceSteps {
+    /// The step parameters of a [`gradient_param_table`].
+    pub(crate) fn from_params(p: &Params) -> Result<Self, CcError> {
+        Ok(VivaceSteps {
+            eps: p.f64_in("eps", 1e-6, 0.5)?,
+            theta0: p.f64_in("theta0", 1e-9, 1e9)?,
+            amp_exponent: p.f64_in("amp_exponent", 0.0, 10.0)?,
+            omega0: p.f64_in("omega0", 1e-6, 1.0)?,
+            omega_delta: p.f64_in("omega_delta", 0.0, 10.0)?,
+            min_step_mbps: p.f64_in("min_step_mbps", 0.0, 1e6)?,
+        })
+    }
+}
+
+/// Vivace's moving rule (gradient ascent).
 #[derive(Debug, Clone)]
 pub struct VivaceMover {
     pub p: VivaceSteps,
@@ -102,11 +131,11 @@ impl Mover for VivaceMover {
     }
     fn on_inconclusive(&mut self) {}
     fn on_decision(&mut self, o: &RctOutcome, dir: f64) -> f64 {
-        let agreeing = o.pairs.iter().filter(|&&(up, down)| (up - down) * dir > 0.0);
+        let mut agreeing = o.pairs.iter().filter(|&&(up, down)| (up - down) * dir > 0.0);
         let du: f64 = agreeing.clone().map(|&(up, down)| (up - down).abs()).sum::<f64>() / o.pairs.len() as f64;
         // The better trial of the last agreeing pair is what the first move
         // is judged against.
-        let won = agreeing.last().map_or(0.0, |&(up, down)| up.max(down));
+        let won = agreeing.next_back().map_or(0.0, |&(up, down)| up.max(down));
         let r = o.base * (1.0 + dir * o.eps);
         self.dir = dir;
         self.rounds = 1;
@@ -155,14 +184,7 @@ pub(crate) fn from_params(p: &Params, path: &PathInfo) -> Result<Vivace, CcError
         latency_coef: p.f64_in("latency_coef", 0.0, 1e9)?,
         loss_coef: p.f64_in("loss_coef", 0.0, 1e9)?,
     };
-    let steps = VivaceSteps {
-        eps: p.f64_in("eps", 1e-6, 0.5)?,
-        theta0: p.f64_in("theta0", 1e-9, 1e9)?,
-        amp_exponent: p.f64_in("amp_exponent", 0.0, 10.0)?,
-        omega0: p.f64_in("omega0", 1e-6, 1.0)?,
-        omega_delta: p.f64_in("omega_delta", 0.0, 10.0)?,
-        min_step_mbps: p.f64_in("min_step_mbps", 0.0, 1e6)?,
-    };
+    let steps = VivaceSteps::from_params(p)?;
     let mon = Monitor::new(common.timing.clone());
     let ctl = Controller::new(VivaceMover::new(steps), common);
     Ok(Pcc::new("pcc-vivace", ctl, mon, Box::new(utility)))
