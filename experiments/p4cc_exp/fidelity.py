@@ -132,30 +132,26 @@ def judge_arm(record: dict, arm, target: str, bmv2_keepup: float | None = None) 
         viol[QUEUE].append(msg)
         viol[RATE].append(msg)
 
+    def in_packet_times(what: str, us: float) -> None:
+        """A lateness against each class's bound in packet times τ."""
+        for cls, taus in ((QUEUE, QUEUE_TAUS), (RATE, RATE_TAUS)):
+            if us > taus * tau_us:
+                viol[cls].append(f"{what} {us:.0f} µs > {taus * tau_us:.0f} µs ({taus:g} packet"
+                                 f"{'s' if taus != 1 else ''} at {rate / 1e6:g} Mb/s)")
+
     for sw, ports in (record.get("switches") or {}).items():
         for port, p in ports.items():
             rx, drops = p.get("rx_pkts") or 0, p.get("ring_drops") or 0
             if rx and drops > RING_DROP_MAX * rx:
                 both(f"{sw} port {port}: {drops} of {rx} frames dropped by the full receive ring")
             if q and sw == q.switch and int(port) == q.port and tau_us:
-                p99 = (p.get("slip_ns") or {}).get("p99", 0) / 1e3
-                if p99 > QUEUE_TAUS * tau_us:
-                    viol[QUEUE].append(f"p99 departure slip {p99:.0f} µs > {QUEUE_TAUS * tau_us:.0f} µs "
-                                       f"(one packet at {rate / 1e6:g} Mb/s)")
-                if p99 > RATE_TAUS * tau_us:
-                    viol[RATE].append(f"p99 departure slip {p99:.0f} µs > {RATE_TAUS * tau_us:.0f} µs "
-                                      f"(ten packets at {rate / 1e6:g} Mb/s)")
+                in_packet_times("p99 departure slip", (p.get("slip_ns") or {}).get("p99", 0) / 1e3)
                 if p.get("lag_clamps"):
                     viol[RATE].append(f"{p['lag_clamps']} departures more than 100 ms late")
     for folder, a in (record.get("agents") or {}).items():
         late = (a.get("wake_late") or {}).get("p99_us")
         if tau_us and late is not None and (a.get("wake_late") or {}).get("samples", 0):
-            if late > QUEUE_TAUS * tau_us:
-                viol[QUEUE].append(f"sender {folder}: p99 wake-up lateness {late:.0f} µs > "
-                                   f"{QUEUE_TAUS * tau_us:.0f} µs")
-            if late > RATE_TAUS * tau_us:
-                viol[RATE].append(f"sender {folder}: p99 wake-up lateness {late:.0f} µs > "
-                                  f"{RATE_TAUS * tau_us:.0f} µs")
+            in_packet_times(f"sender {folder}: p99 wake-up lateness", late)
         pac = a.get("pacing") or {}
         if pac.get("samples", 0) >= MIN_PACING_SAMPLES and \
                 abs(pac.get("mean_error_pct", 0.0)) > PACING_ERROR_MAX_PCT:
