@@ -5,8 +5,9 @@ output of run.sh (embedded target) and run_bmv2.sh (bmv2):
     bash control/docgen/run_bmv2.sh > /tmp/t-bmv2.txt
     .venv/bin/python control/docgen/mkdoc.py /tmp/t-embedded.txt /tmp/t-bmv2.txt docs/controller.md
 
-It replaces what lies between <!-- transcript:begin --> and
-<!-- transcript:end -->.
+The bmv2 transcript is optional (`mkdoc.py EMBEDDED.txt DOC`): without it
+the doc says bmv2 was not captured. It replaces what lies between
+<!-- transcript:begin --> and <!-- transcript:end -->.
 """
 import os
 import re
@@ -19,8 +20,9 @@ BEGIN, END = "<!-- transcript:begin -->", "<!-- transcript:end -->"
 TITLES = {
     "push": "push — install the pipeline",
     "info": "info — connection, pipeline, entities",
-    "apply": "apply — a topology: routes, switch id, per-port K and knobs",
-    "route": "route — forwarding entries from a topology",
+    "apply": "apply — a topology's or plan's switch configuration: switch id, routes, "
+             "per-port K and link model, postcards",
+    "route": "route — forwarding entries from a topology or plan",
     "set-k": "set-k — ECN threshold K per egress port",
     "set-loss": "set-loss — random loss per egress port (P4 `port_loss`)",
     "switch-id": "switch-id",
@@ -51,6 +53,13 @@ they are in neither `tx` nor the P4 drop counters but in the target's
 655/65536.
 
 The topology file used by `apply` and `route` (`control/docgen/topo.yaml`):
+"""
+
+NO_BMV2 = """### The same CLI on bmv2
+
+bmv2 (`simple_switch_grpc`) was not installed when this transcript was
+captured, so it has no bmv2 part; `control/docgen/run_bmv2.sh` captures the
+same commands against it (see "Target knobs" for what differs).
 """
 
 BMV2_INTRO = """### The same CLI on bmv2
@@ -91,6 +100,8 @@ def main(embedded_txt, bmv2_txt, doc_path):
         out += ["```", b, "```", ""]
     if bmv2_txt:
         out += [BMV2_INTRO, "```", "\n\n".join(blocks(open(bmv2_txt).read())), "```", ""]
+    else:
+        out += [NO_BMV2]
     out += ["### Errors: one line, a distinct exit code", "",
             "On the embedded target; the last one ran while another client (election "
             "id 10) was primary.", "", "```", "\n\n".join(errors), "```"]
