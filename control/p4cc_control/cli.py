@@ -344,7 +344,10 @@ def _resolve(args):
     explicit = args.addr or os.environ.get("P4CC_ADDR")
     lab = None if explicit else lab_switch(getattr(args, "switch", None))
     from_lab = {}
+    args.port_ifaces = None
     if lab:
+        # bmv2's delay and loss go on the port's interface (netem): the lab knows them.
+        args.port_ifaces = {int(p): i for p, i in (lab.get("port_ifaces") or {}).items()}
         from_lab = {"addr": lab.get("grpc_addr"), "device_id": lab.get("device_id"),
                     "target": LAB_TARGETS.get(lab.get("target")), "admin_addr": lab.get("admin_addr"),
                     "thrift_port": lab.get("thrift_port")}
@@ -368,7 +371,7 @@ async def _run(args) -> int:
     if args.target not in ("bmv2", "embedded", "tofino"):
         raise ValueOutOfRange(f"unknown target '{args.target}' (auto, bmv2, embedded, sim, tofino)")
     target = make_target(args.target, thrift_port=args.thrift_port,
-                         admin_addr=args.admin_addr, mtu=args.mtu)
+                         admin_addr=args.admin_addr, mtu=args.mtu, port_ifaces=args.port_ifaces)
 
     if args.cmd == "queue":  # target knobs only: no P4Runtime session
         return await _queue(args, target)

@@ -1,7 +1,7 @@
 """The `p4cc` command: run and list experiments, clean up, drive switches.
 
     p4cc list
-    p4cc run EXPERIMENT [--target auto|embedded|bmv2] [--set k=v ...] [--out DIR]
+    p4cc run EXPERIMENT [--target auto|embedded|bmv2|sim] [--scale paper] [--set k=v ...] [--out DIR]
     p4cc run EXPERIMENT --plan-only [--out DIR]     writes DIR/plan.json, runs nothing
     p4cc run --plan plan.json [--target ...]         reruns exactly a saved plan
     p4cc up TOPOLOGY [--target ...]                  a programmed lab in namespaces, until Ctrl-C
@@ -125,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("run", help="run an experiment end to end")
     r.add_argument("experiment", nargs="?")
     r.add_argument("--target", default="auto", choices=("auto", "embedded", "bmv2", "sim"),
-                   help="switch target (auto: the embedded target unless bmv2 is asked for; "
-                        "sim: virtual time)")
+                   help="switch target (auto: bmv2 when installed and able to serve the run, else "
+                        "the embedded target; sim: virtual time)")
     r.add_argument("--scale", default="default", choices=("default", "paper"),
                    help="paper: the paper's own parameters, in virtual time (--target sim)")
     r.add_argument("--plan", help="run a saved scenario plan (plan.json) exactly")
@@ -144,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         u.add_argument("topology", nargs="?" if name == "mininet" else None, default="two_hosts",
                        help="a built-in topology (python -m p4cc_topo list) or a YAML file")
         u.add_argument("--target", default="auto", choices=("auto", "embedded", "bmv2"),
-                       help="switch target (auto: the embedded target unless bmv2 is asked for)")
+                       help="switch target (auto: bmv2 when installed and able to serve the lab, "
+                            "else the embedded target)")
         if name == "up":
             u.add_argument("--duration", type=float, help="tear down after this many seconds")
         else:

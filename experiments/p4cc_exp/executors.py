@@ -114,9 +114,10 @@ class NamespaceLab:
         try:
             if self.requested != "auto":
                 return resolve_target(self.requested)
-            if os.environ.get("P4CC_TARGET", "auto") != "auto":
-                target = resolve_target("auto")
-                self.notes.append(f"target {target}: P4CC_TARGET asks for it")
+            wanted = os.environ.get("P4CC_TARGET", "auto")
+            if wanted != "auto":
+                target = resolve_target(wanted)
+                self.notes.append(f"target {target}: P4CC_TARGET={wanted} asks for it")
                 return target
         except TargetUnavailable as e:
             raise ExecutorError(str(e).splitlines()[0]) from None

@@ -18,20 +18,33 @@ from p4cc_control.program import Endpoint, program
 from p4cc_topo import load_topology, resolve_target
 from p4cc_topo.plan import ArmPlan, Plan, collector_agent, switch_configs
 
-from .executors import capability_problems
+from .executors import auto_target, capability_problems
 
 
 class LabError(RuntimeError):
     """A lab cannot be brought up (one line)."""
 
 
-def _check(topo, configs, target: str) -> None:
-    """Refuses what the target cannot apply, before anything is built."""
+def _lab_plan(topo, configs) -> Plan:
+    """The lab as a one-arm plan, for the checks experiments get."""
     arm = ArmPlan(name="lab", label=topo.name, topology=topo.to_dict(numeric=True),
                   switches=configs, agents=tuple(collector_agent(topo)), duration_s=1.0)
-    plan = Plan(experiment="lab", title="", source="", description="", params={}, seed=1,
+    return Plan(experiment="lab", title="", source="", description="", params={}, seed=1,
                 arms=(arm,))
-    problems = capability_problems(plan, target)
+
+
+def _choose(topo, configs, target: str) -> str:
+    """The target (auto: the same rule as `p4cc run`, said in one line)."""
+    if target != "auto":
+        return resolve_target(target)
+    chosen, why = auto_target(_lab_plan(topo, configs))
+    print(f"p4cc: target {chosen}: {why}", flush=True)
+    return chosen
+
+
+def _check(topo, configs, target: str) -> None:
+    """Refuses what the target cannot apply, before anything is built."""
+    problems = capability_problems(_lab_plan(topo, configs), target)
     if problems:
         n = len(problems)
         raise LabError(f"target {target} cannot apply {n} link propert{'y' if n == 1 else 'ies'}: "
@@ -86,25 +99,27 @@ def up(topology: str, target: str = "auto", duration: float | None = None) -> in
     from p4cc_topo import Network
 
     topo = load_topology(topology)
-    target = resolve_target(target)
     configs = switch_configs(topo)
+    target = _choose(topo, configs, target)
     _check(topo, configs, target)
     _terminate_on_sigterm()
     with Network(topo, target=target, keep_logs=False) as net:
         eps = _endpoints(net.endpoints())
-        with program(configs, eps):
-            net.state.set(kind="up", programmed=True)
-            _print_lab(net.run_id, target, topo, eps, "namespaces")
-            print("Ctrl-C tears it down", flush=True)
-            t0 = time.monotonic()
-            try:
-                while duration is None or time.monotonic() - t0 < duration:
-                    time.sleep(0.2)
-                    dead = net.dead_switches()
-                    if dead:
-                        raise LabError(f"switch {', '.join(dead)} died (see {net.log_dir})")
-            except KeyboardInterrupt:
-                pass
+        # The lab lets go of the switch once programmed: `p4cc ctl` is the
+        # primary controller from then on.
+        program(configs, eps).close()
+        net.state.set(kind="up", programmed=True)
+        _print_lab(net.run_id, target, topo, eps, "namespaces")
+        print("Ctrl-C tears it down", flush=True)
+        t0 = time.monotonic()
+        try:
+            while duration is None or time.monotonic() - t0 < duration:
+                time.sleep(0.2)
+                dead = net.dead_switches()
+                if dead:
+                    raise LabError(f"switch {', '.join(dead)} died (see {net.log_dir})")
+        except KeyboardInterrupt:
+            pass
     print("p4cc: lab torn down")
     return 0
 
@@ -124,10 +139,10 @@ def mininet(topology: str, target: str = "auto", script: str | None = None) -> i
     from p4cc_topo.state import RunState
 
     topo = load_topology(topology)
-    target = resolve_target(target)
+    configs = switch_configs(topo)
+    target = _choose(topo, configs, target)
     if target == "pyfwd":
         raise LabError("the Mininet lab runs a P4 target (embedded or bmv2)")
-    configs = switch_configs(topo)
     _check(topo, configs, target)
     _terminate_on_sigterm()
     setLogLevel("output")  # what the prompt's commands print; Mininet's chatter stays off
@@ -147,12 +162,12 @@ def mininet(topology: str, target: str = "auto", script: str | None = None) -> i
                 state.add_pid(s.sw.proc.pid, f"switch {s.name} ({target})")
         eps = _endpoints(endpoints(net))
         state.set(status="up", switches={n: e.to_dict() for n, e in eps.items()})
-        with program(configs, eps):
-            _print_lab(state.run_id, target, topo, eps, "Mininet")
-            if script:
-                CLI(net, script=script)
-            else:
-                CLI(net)
+        program(configs, eps).close()  # `p4cc ctl` is the primary controller from then on
+        _print_lab(state.run_id, target, topo, eps, "Mininet")
+        if script:
+            CLI(net, script=script)
+        else:
+            CLI(net)
     finally:
         if net is not None:
             net.stop()

@@ -59,6 +59,7 @@ def test_the_quick_start_word_for_word(tmp_path):
     assert re.search(r"10\.0\.0\.250/32 -> forward port=3", out), out
     row = re.search(r"^\s+3\s+(\d+)\s+\d+\s+\d+\s+\d+\s+(\d+)", out, re.M)
     assert row and int(row.group(2)) > 100, f"no CE marks on the bottleneck:\n{out}"
+    assert "port 3: K = 40 packets" in out, f"the controller could not write to the lab:\n{out}"
 
 
 def test_ctl_without_a_lab_and_with_two_is_one_line(tmp_path):
