@@ -17,6 +17,8 @@ from ..verdicts import QUEUE, RATE, verdict
 # 13× lower than DCTCP's; judged with a factor-2 margin for a different
 # testbed and scale.
 TAIL_RATIO, TAIL_MARGIN = 13.0, 2.0
+# TIMELY §4's minRTT at 10 Gb/s with NIC timestamps.
+MIN_RTT_US = 20.0
 
 
 class TimelyIncast(Experiment):
@@ -72,7 +74,10 @@ class TimelyIncast(Experiment):
         # TIMELY sees the whole RTT, so its thresholds sit on top of the
         # base RTT; the oracle sees only the queue, so it gets the same
         # thresholds as queue depths. Same control law, different signal.
-        timely = {"delta_mbps": p["delta_mbps"], "beta": p["beta"], "min_rtt_us": p["base_rtt_us"]}
+        # minRTT normalises the RTT gradient: the path's RTT with empty queues,
+        # never below the paper's 20 µs (a base of 0 means NIC timestamps).
+        timely = {"delta_mbps": p["delta_mbps"], "beta": p["beta"],
+                  "min_rtt_us": max(p["base_rtt_us"], MIN_RTT_US)}
         thigh, tlow = self.oracle_thresholds(p)
         per_cc = {"timely": {**timely, "thigh_us": p["base_rtt_us"] + p["thigh_us"],
                              "tlow_us": p["base_rtt_us"] + p["tlow_us"]},
