@@ -21,3 +21,21 @@ def mathis_bps(rtt_s: float, loss: float, mss_bytes: int = 1336) -> float:
     """Mathis et al. (CCR 1997): a loss-based TCP's rate at random loss p,
     ≈ 1.22·MSS/(RTT·√p) (bits/s); infinite at p = 0."""
     return float("inf") if loss <= 0 else 1.22 * mss_bytes * 8 / (rtt_s * math.sqrt(loss))
+
+
+def cubic_bps(rtt_s: float, loss: float, mss_bytes: int = 1336, c: float = 0.4,
+              beta: float = 0.7) -> float:
+    """CUBIC's rate at random loss p (RFC 9438 §5.1): the average window
+    (C·(3+β)/(4·(1−β)))^¼ · (RTT/p)^¾ segments, or Reno's rate where that is
+    larger (CUBIC's Reno-friendly region)."""
+    if loss <= 0:
+        return float("inf")
+    w = (c * (3 + beta) / (4 * (1 - beta))) ** 0.25 * (rtt_s / loss) ** 0.75
+    return max(w * mss_bytes * 8 / rtt_s, mathis_bps(rtt_s, loss, mss_bytes))
+
+
+def tcp_model_bps(cc: str, rtt_s: float, loss: float) -> tuple[float, str]:
+    """A loss-based TCP's modelled rate at random loss, and the model's name."""
+    if cc == "cubic":
+        return cubic_bps(rtt_s, loss), "CUBIC's response function (RFC 9438 §5.1)"
+    return mathis_bps(rtt_s, loss), "Mathis model, 1.22·MSS/(RTT·√p)"

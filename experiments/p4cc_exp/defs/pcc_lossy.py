@@ -9,7 +9,7 @@ from .. import blocks, metrics
 from ..blocks import cc_label
 from ..experiment import Experiment
 from ..params import Param, fraction, rate_bps, seconds, str_list
-from ..theory import mathis_bps
+from ..theory import tcp_model_bps
 from ..verdicts import RATE, verdict
 
 
@@ -78,12 +78,12 @@ class PccLossy(Experiment):
                     "≥ 80 % of the link", "PCC (NSDI 2015) lossy-link figure (random loss below "
                     "the utility's 5 % knee barely slows PCC)", RATE, [name]))
             elif row["cc"] in ("cubic", "reno"):
-                model = mathis_bps(p["rtt"], row["loss"]) / 1e6
+                model, what = tcp_model_bps(row["cc"], p["rtt"], row["loss"])
                 verdicts.append(verdict(
                     f"{row['label']}: throughput at 2 % random loss", row["throughput_mbps"],
-                    model / 2 <= row["throughput_mbps"] <= 2 * model,
-                    f"Mathis model: {model:.2f} Mb/s", "within ×2",
-                    "Mathis et al. 1997 (1.22·MSS/(RTT·√p)); PCC lossy-link figure", RATE, [name]))
+                    model / 2e6 <= row["throughput_mbps"] <= 2 * model / 1e6,
+                    f"{what}: {model / 1e6:.2f} Mb/s", "within ×2",
+                    "Mathis et al. 1997; RFC 9438; PCC lossy-link figure", RATE, [name]))
         return summary, verdicts
 
     def plot(self, p, results, summary, outdir):

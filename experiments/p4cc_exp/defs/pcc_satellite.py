@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..experiment import Experiment
 from ..params import Param, fraction, rate_bps, seconds, str_list
-from ..theory import mathis_bps
+from ..theory import tcp_model_bps
 from ..verdicts import RATE, verdict
 from .pcc_shallow import buffer_plot, buffer_summary, buffer_sweep
 
@@ -42,7 +42,6 @@ class PccSatellite(Experiment):
     def analyse(self, p, results):
         summary = buffer_summary(p, results)
         verdicts = []
-        model = mathis_bps(p["rtt"], p["loss"]) / 1e6
         target = (1 - p["loss"]) * 0.9
         for name, row in summary.items():
             if row["cc"].startswith("pcc"):
@@ -53,11 +52,12 @@ class PccSatellite(Experiment):
                     "PCC (NSDI 2015) §2.2 utility: loss below the 5 % knee leaves the best rate at "
                     "capacity; satellite figure", RATE, [name]))
             elif row["cc"] in ("cubic", "reno"):
+                model, what = tcp_model_bps(row["cc"], p["rtt"], p["loss"])
                 verdicts.append(verdict(
                     f"{row['label']}: throughput", row["throughput_mbps"],
-                    row["throughput_mbps"] <= 2 * model, f"Mathis model: {model:.2f} Mb/s",
-                    "≤ ×2 (start-up included)", "Mathis et al. 1997; PCC satellite figure", RATE,
-                    [name]))
+                    row["throughput_mbps"] <= 2 * model / 1e6, f"{what}: {model / 1e6:.2f} Mb/s",
+                    "≤ ×2 (start-up included)", "Mathis et al. 1997; RFC 9438; PCC satellite figure",
+                    RATE, [name]))
         return summary, verdicts
 
     def plot(self, p, results, summary, outdir):
