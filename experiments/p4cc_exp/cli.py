@@ -69,8 +69,11 @@ def _run(args) -> int:
     except (RunError, TargetCapabilityError) as e:
         print(f"p4cc: {str(e).splitlines()[0]}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("\np4cc: interrupted; everything the run created was removed", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        where = getattr(e, "outdir", None)
+        print("\np4cc: interrupted; the network was torn down"
+              + (f"; what was written is in {where} (params.json says interrupted)" if where else ""),
+              file=sys.stderr)
         return 130
     if args.plan_only:
         print(f"[p4cc] plan: {report}")

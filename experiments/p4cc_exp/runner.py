@@ -38,6 +38,14 @@ class RunError(RuntimeError):
     pass
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C: the network is gone; what was written stays in ``outdir``."""
+
+    def __init__(self, outdir: Path):
+        super().__init__(str(outdir))
+        self.outdir = outdir
+
+
 def _git_commit() -> str:
     try:
         return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
@@ -109,6 +117,10 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
     except (ExecutorError, TargetCapabilityError, NetworkError, SwitchStartError, P4ccError,
             OSError, RuntimeError) as e:
         raise RunError(f"{exp.id}: {str(e).splitlines()[0]}") from e
+    except KeyboardInterrupt:
+        meta.update(interrupted=True, finished=None)
+        (outdir / "params.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
+        raise RunInterrupted(outdir) from None
     finally:
         executor.finish()
     meta["finished"] = datetime.now().isoformat(timespec="seconds")
