@@ -26,6 +26,14 @@ class Endpoint:
     thrift_port: Optional[int] = None  #: bmv2: simple_switch_CLI
     port_ifaces: Dict[int, str] = field(default_factory=dict)
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "Endpoint":
+        """From what a switch process or the simulator describes (JSON
+        turns port numbers into strings; other keys are ignored)."""
+        e = cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+        e.port_ifaces = {int(p): i for p, i in (e.port_ifaces or {}).items()}
+        return e
+
     def make_target(self) -> Target:
         # The simulator serves the embedded target's admin API: same knobs.
         kind = "embedded" if self.target == "sim" else self.target

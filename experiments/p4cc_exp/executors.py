@@ -144,8 +144,7 @@ class NamespaceLab:
         topo = arm.topo()
         agent = host_agent()
         with Network(topo, target=self.target, log_dir=logs, seed=plan.seed) as net:
-            eps = {n: Endpoint(**{k: v for k, v in d.items() if k in Endpoint.__dataclass_fields__})
-                   for n, d in net.endpoints().items()}
+            eps = {n: Endpoint.from_dict(d) for n, d in net.endpoints().items()}
             with program(arm.switches, eps) as sw:
                 (logs / "switches.json").write_text(json.dumps(
                     {"endpoints": {n: e.to_dict() for n, e in eps.items()},

@@ -53,12 +53,7 @@ def _check(topo, configs, target: str) -> None:
 
 
 def _endpoints(descs: dict) -> dict[str, Endpoint]:
-    eps = {}
-    for n, d in descs.items():
-        e = Endpoint(**{k: v for k, v in d.items() if k in Endpoint.__dataclass_fields__})
-        e.port_ifaces = {int(p): i for p, i in e.port_ifaces.items()}
-        eps[n] = e
-    return eps
+    return {n: Endpoint.from_dict(d) for n, d in descs.items()}
 
 
 def ctl_hints(run_id: str, eps: dict[str, Endpoint], topo) -> list[str]:

@@ -142,10 +142,7 @@ class VirtualTime:
         ready = sim.read(READY_TIMEOUT_S)
         if ready.get("event") != "ready":
             raise ExecutorError(f"p4cc-sim: unexpected {ready}")
-        eps = {n: Endpoint(**{k: v for k, v in d.items() if k in Endpoint.__dataclass_fields__})
-               for n, d in ready["switches"].items()}
-        for e in eps.values():
-            e.port_ifaces = {int(p): i for p, i in e.port_ifaces.items()}
+        eps = {n: Endpoint.from_dict(d) for n, d in ready["switches"].items()}
         with program(arm.switches, eps) as sw:
             (logs / "switches.json").write_text(json.dumps(
                 {"endpoints": {n: e.to_dict() for n, e in eps.items()}, "applied": sw.applied},

@@ -310,8 +310,7 @@ def _program(net, topo):
         sys.path.remove(str(REPO / "control"))
     from p4cc_control.program import Endpoint, program
     from p4cc_topo.plan import switch_configs
-    eps = {n: Endpoint(**{k: v for k, v in d.items() if k in Endpoint.__dataclass_fields__})
-           for n, d in net.endpoints().items()}
+    eps = {n: Endpoint.from_dict(d) for n, d in net.endpoints().items()}
     return program(switch_configs(topo), eps)
 
 
