@@ -3,12 +3,13 @@
 //! Anything not implemented is rejected with a `LoadError` naming it.
 
 use crate::actions::Prim;
+use crate::bits::{bytes_of, bytes_to_u128};
 use crate::checksum::algo_by_name;
-use crate::error::LoadError;
+use crate::error::{LoadError, LoadResult};
 use crate::expr::{BinOp, Expr};
 use crate::json::*;
 use crate::program::*;
-use crate::tables::{bytes_of, ActionCall, MatchKey, TableEntry};
+use crate::tables::{ActionCall, MatchKey, TableEntry};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -49,14 +50,7 @@ struct C<'a> {
     cur_params: Vec<u32>,
 }
 
-fn arr2<'a>(v: &'a Value, at: &str) -> R<(&'a Value, &'a Value)> {
-    match v {
-        Value::Array(a) if a.len() >= 2 => Ok((&a[0], &a[1])),
-        _ => Err(LoadError::bad(at, format!("expected a 2-tuple, got {v}"))),
-    }
-}
-
-fn data(ce: CE, at: &str) -> R<(Expr, bool)> {
+fn data(ce: CE, at: &str) -> LoadResult<(Expr, bool)> {
     match ce {
         CE::Data(e, w) => Ok((e, w)),
         CE::Bool(e) => Ok((Expr::B2D(Box::new(e)), false)),
@@ -64,7 +58,7 @@ fn data(ce: CE, at: &str) -> R<(Expr, bool)> {
     }
 }
 
-fn boolean(ce: CE, at: &str) -> R<Expr> {
+fn boolean(ce: CE, at: &str) -> LoadResult<Expr> {
     match ce {
         CE::Bool(e) => Ok(e),
         CE::Data(e, _) => Ok(Expr::D2B(Box::new(e))),
@@ -103,7 +97,7 @@ impl<'a> C<'a> {
 
     // ------------------------------------------------------------ layout
 
-    fn layout(&mut self) -> R<()> {
+    fn layout(&mut self) -> LoadResult<()> {
         let root = self.root;
         for ht in get_arr(root, "header_types", "root")? {
             let name = get_str(ht, "name", "header_types")?.to_string();
@@ -196,8 +190,8 @@ impl<'a> C<'a> {
             return Program::unsupported("header_union_stacks", "header union stacks");
         }
         for a in get_arr(root, "field_aliases", "root")? {
-            let (n, target) = arr2(a, "field_aliases")?;
-            let (h, f) = arr2(target, "field_aliases")?;
+            let (n, target) = as_pair(a, "field_aliases")?;
+            let (h, f) = as_pair(target, "field_aliases")?;
             self.aliases.insert(
                 as_str(n, "field_aliases")?.to_string(),
                 (as_str(h, "field_aliases")?.to_string(), as_str(f, "field_aliases")?.to_string()),
@@ -206,7 +200,7 @@ impl<'a> C<'a> {
         Ok(())
     }
 
-    fn header_by_json_id(&self, id: i64, at: &str) -> R<usize> {
+    fn header_by_json_id(&self, id: i64, at: &str) -> LoadResult<usize> {
         let hs = get_arr(self.root, "headers", "root")?;
         for h in hs {
             if h.get("id").and_then(Value::as_i64) == Some(id) {
@@ -217,21 +211,21 @@ impl<'a> C<'a> {
         Err(LoadError::bad(at, format!("no header with id {id}")))
     }
 
-    fn header(&self, name: &str, at: &str) -> R<usize> {
+    fn header(&self, name: &str, at: &str) -> LoadResult<usize> {
         self.header_by_name
             .get(name)
             .copied()
             .ok_or_else(|| LoadError::bad(at, format!("unknown header '{name}'")))
     }
 
-    fn stack(&self, name: &str, at: &str) -> R<usize> {
+    fn stack(&self, name: &str, at: &str) -> LoadResult<usize> {
         self.stack_by_name
             .get(name)
             .copied()
             .ok_or_else(|| LoadError::bad(at, format!("unknown header stack '{name}'")))
     }
 
-    fn field_index(&self, htype: usize, field: &str, at: &str) -> R<usize> {
+    fn field_index(&self, htype: usize, field: &str, at: &str) -> LoadResult<usize> {
         self.htypes[htype]
             .fields
             .iter()
@@ -240,7 +234,7 @@ impl<'a> C<'a> {
     }
 
     /// Slot of a [header, field] reference; Err for `$valid$` (see field_ref).
-    fn slot(&self, v: &Value, at: &str) -> R<usize> {
+    fn slot(&self, v: &Value, at: &str) -> LoadResult<usize> {
         match self.field_ref(v, at)? {
             Ok(s) => Ok(s),
             Err(_) => Err(LoadError::bad(at, "the hidden field $valid$ is read-only")),
@@ -248,8 +242,8 @@ impl<'a> C<'a> {
     }
 
     /// Ok(slot) or Err(header) for the `$valid$` hidden field.
-    fn field_ref(&self, v: &Value, at: &str) -> R<Result<usize, usize>> {
-        let (h, f) = arr2(v, at)?;
+    fn field_ref(&self, v: &Value, at: &str) -> LoadResult<Result<usize, usize>> {
+        let (h, f) = as_pair(v, at)?;
         let h = self.header(as_str(h, at)?, at)?;
         let f = as_str(f, at)?;
         if f == "$valid$" {
@@ -314,7 +308,7 @@ impl<'a> C<'a> {
 
     // ------------------------------------------------------ expressions
 
-    fn expr(&self, j: &Value, at: &str) -> R<CE> {
+    fn expr(&self, j: &Value, at: &str) -> LoadResult<CE> {
         let ty = get_str(j, "type", at)?;
         let v = get(j, "value", at)?;
         Ok(match ty {
@@ -340,7 +334,7 @@ impl<'a> C<'a> {
                 CE::Data(Expr::Local(i), w >= 128)
             }
             "register" => {
-                let (name, idx) = arr2(v, at)?;
+                let (name, idx) = as_pair(v, at)?;
                 let name = as_str(name, at)?;
                 let r = *self
                     .register_by_name
@@ -351,7 +345,7 @@ impl<'a> C<'a> {
             }
             "header_stack" => CE::Stack(self.stack(as_str(v, at)?, at)?),
             "stack_field" => {
-                let (s, f) = arr2(v, at)?;
+                let (s, f) = as_pair(v, at)?;
                 let s = self.stack(as_str(s, at)?, at)?;
                 let off = self.field_index(self.stacks[s].htype, as_str(f, at)?, at)?;
                 let fd = &self.htypes[self.stacks[s].htype].fields[off];
@@ -367,11 +361,11 @@ impl<'a> C<'a> {
         })
     }
 
-    fn op_expr(&self, v: &Value, at: &str) -> R<CE> {
+    fn op_expr(&self, v: &Value, at: &str) -> LoadResult<CE> {
         let op = get_str(v, "op", at)?;
         let left = v.get("left").filter(|x| !x.is_null());
         let right = v.get("right").filter(|x| !x.is_null());
-        fn need<'v>(x: Option<&'v Value>, at: &str, op: &str) -> R<&'v Value> {
+        fn need<'v>(x: Option<&'v Value>, at: &str, op: &str) -> LoadResult<&'v Value> {
             x.ok_or_else(|| LoadError::bad(at, format!("operator '{op}' lacks an operand")))
         }
         let bx = Box::new;
@@ -526,15 +520,15 @@ impl<'a> C<'a> {
         })
     }
 
-    fn data_expr(&self, j: &Value, at: &str) -> R<Expr> {
+    fn data_expr(&self, j: &Value, at: &str) -> LoadResult<Expr> {
         Ok(data(self.expr(j, at)?, at)?.0)
     }
 
-    fn bool_expr(&self, j: &Value, at: &str) -> R<Expr> {
+    fn bool_expr(&self, j: &Value, at: &str) -> LoadResult<Expr> {
         boolean(self.expr(j, at)?, at)
     }
 
-    fn lvalue(&self, j: &Value, at: &str) -> R<LValue> {
+    fn lvalue(&self, j: &Value, at: &str) -> LoadResult<LValue> {
         match self.expr(j, at)? {
             CE::Data(Expr::Field(s), _) => Ok(LValue::Slot(s)),
             CE::Data(Expr::StackLast { stack, off }, _) => Ok(LValue::StackLast { stack, off }),
@@ -543,28 +537,28 @@ impl<'a> C<'a> {
         }
     }
 
-    fn hdr_param(&self, j: &Value, at: &str) -> R<HdrRef> {
+    fn hdr_param(&self, j: &Value, at: &str) -> LoadResult<HdrRef> {
         match self.expr(j, at)? {
             CE::Hdr(h) => Ok(h),
             _ => Err(LoadError::bad(at, format!("expected a header: {j}"))),
         }
     }
 
-    fn stack_param(&self, j: &Value, at: &str) -> R<usize> {
+    fn stack_param(&self, j: &Value, at: &str) -> LoadResult<usize> {
         match self.expr(j, at)? {
             CE::Stack(s) => Ok(s),
             _ => Err(LoadError::bad(at, format!("expected a header stack: {j}"))),
         }
     }
 
-    fn union_param(&self, j: &Value, at: &str) -> R<UnionRef> {
+    fn union_param(&self, j: &Value, at: &str) -> LoadResult<UnionRef> {
         match self.expr(j, at)? {
             CE::Union(u) => Ok(u),
             _ => Err(LoadError::bad(at, format!("expected a header union: {j}"))),
         }
     }
 
-    fn name_param<'b>(&self, j: &'b Value, ty: &str, at: &str) -> R<&'b str> {
+    fn name_param<'b>(&self, j: &'b Value, ty: &str, at: &str) -> LoadResult<&'b str> {
         if get_str(j, "type", at)? != ty {
             return Err(LoadError::bad(at, format!("expected a parameter of type '{ty}': {j}")));
         }
@@ -573,11 +567,11 @@ impl<'a> C<'a> {
 
     // ------------------------------------------------------- primitives
 
-    fn prim(&self, j: &Value, at: &str) -> R<Prim> {
+    fn prim(&self, j: &Value, at: &str) -> LoadResult<Prim> {
         let op = get_str(j, "op", at)?;
         let ps = get_arr(j, "parameters", at)?;
         let at = &format!("{at}, primitive '{op}'");
-        let n = |k: usize| -> R<()> {
+        let n = |k: usize| -> LoadResult<()> {
             if ps.len() == k {
                 Ok(())
             } else {
@@ -759,7 +753,7 @@ impl<'a> C<'a> {
         })
     }
 
-    fn register(&self, name: &str, at: &str) -> R<usize> {
+    fn register(&self, name: &str, at: &str) -> LoadResult<usize> {
         self.register_by_name
             .get(name)
             .copied()
@@ -768,7 +762,7 @@ impl<'a> C<'a> {
 
     // ---------------------------------------------------------- objects
 
-    fn externs(&mut self) -> R<()> {
+    fn externs(&mut self) -> LoadResult<()> {
         let root = self.root;
         if !get_arr(root, "meter_arrays", "root")?.is_empty() {
             return Program::unsupported("meter_arrays", "meters");
@@ -850,7 +844,7 @@ impl<'a> C<'a> {
         Ok(())
     }
 
-    fn field_lists(&self) -> R<HashMap<u64, Vec<usize>>> {
+    fn field_lists(&self) -> LoadResult<HashMap<u64, Vec<usize>>> {
         let mut out = HashMap::new();
         for fl in get_arr(self.root, "field_lists", "root")? {
             let at = format!("field list '{}'", name_of(fl));
@@ -868,7 +862,7 @@ impl<'a> C<'a> {
         Ok(out)
     }
 
-    fn actions(&mut self) -> R<Vec<ActionDef>> {
+    fn actions(&mut self) -> LoadResult<Vec<ActionDef>> {
         let mut defs = Vec::new();
         let acts = get_arr(self.root, "actions", "root")?;
         // infos first (ids are needed by tables)
@@ -900,7 +894,7 @@ impl<'a> C<'a> {
         Ok(defs)
     }
 
-    fn pick<'b>(&self, list: &'b [Value], want: &str, what: &str) -> R<Option<&'b Value>> {
+    fn pick<'b>(&self, list: &'b [Value], want: &str, what: &str) -> LoadResult<Option<&'b Value>> {
         if let Some(x) = list.iter().find(|x| x.get("name").and_then(Value::as_str) == Some(want)) {
             return Ok(Some(x));
         }
@@ -911,7 +905,7 @@ impl<'a> C<'a> {
         }
     }
 
-    fn parser(&mut self) -> R<(Vec<ParseState>, Option<usize>)> {
+    fn parser(&mut self) -> LoadResult<(Vec<ParseState>, Option<usize>)> {
         let parsers = get_arr(self.root, "parsers", "root")?;
         let Some(pj) = self.pick(parsers, "parser", "parser")? else {
             return Ok((vec![], None));
@@ -921,7 +915,7 @@ impl<'a> C<'a> {
         for (i, s) in states.iter().enumerate() {
             by_name.insert(get_str(s, "name", "parse_states")?.to_string(), i);
         }
-        let state_ref = |v: &Value, at: &str| -> R<Option<usize>> {
+        let state_ref = |v: &Value, at: &str| -> LoadResult<Option<usize>> {
             match v {
                 Value::Null => Ok(None),
                 Value::String(n) => {
@@ -960,7 +954,7 @@ impl<'a> C<'a> {
                         }
                         let dst = self.lvalue(&ps[0], &at)?;
                         let src = if get_str(&ps[1], "type", &at)? == "lookahead" {
-                            let (o, w) = arr2(get(&ps[1], "value", &at)?, &at)?;
+                            let (o, w) = as_pair(get(&ps[1], "value", &at)?, &at)?;
                             let w = as_i64(w, &at)?;
                             if !(1..=128).contains(&w) {
                                 return Program::unsupported(&at, format!("lookahead of {w} bits"));
@@ -1002,14 +996,14 @@ impl<'a> C<'a> {
                         widths.push(self.slots[sl].width);
                     }
                     "stack_field" => {
-                        let (st, f) = arr2(v, &at)?;
+                        let (st, f) = as_pair(v, &at)?;
                         let st = self.stack(as_str(st, &at)?, &at)?;
                         let off = self.field_index(self.stacks[st].htype, as_str(f, &at)?, &at)?;
                         widths.push(self.htypes[self.stacks[st].htype].fields[off].width);
                         key.push(TransKey::StackLast { stack: st, off });
                     }
                     "lookahead" => {
-                        let (o, w) = arr2(v, &at)?;
+                        let (o, w) = as_pair(v, &at)?;
                         let w = as_i64(w, &at)?;
                         if !(1..=128).contains(&w) {
                             return Program::unsupported(&at, format!("lookahead of {w} bits in a select key"));
@@ -1020,7 +1014,7 @@ impl<'a> C<'a> {
                     other => return Program::unsupported(&at, format!("transition key of type '{other}'")),
                 }
             }
-            let split = |hex: &str| -> R<Vec<u128>> {
+            let split = |hex: &str| -> LoadResult<Vec<u128>> {
                 let (_, bytes) = hexstr_bytes(hex, &at)?;
                 let expect: usize = widths.iter().map(|w| w.div_ceil(8) as usize).sum();
                 if bytes.len() != expect {
@@ -1079,7 +1073,7 @@ impl<'a> C<'a> {
                                         .iter()
                                         .map(|&w| {
                                             shift -= w;
-                                            (packed >> shift) & crate::phv::mask(w)
+                                            (packed >> shift) & crate::bits::mask(w)
                                         })
                                         .collect()
                                 }
@@ -1097,7 +1091,7 @@ impl<'a> C<'a> {
         Ok((out, Some(start)))
     }
 
-    fn deparser(&self) -> R<Vec<usize>> {
+    fn deparser(&self) -> LoadResult<Vec<usize>> {
         let ds = get_arr(self.root, "deparsers", "root")?;
         let Some(d) = self.pick(ds, "deparser", "deparser")? else { return Ok(vec![]) };
         if !get_arr(d, "primitives", "deparser")?.is_empty() {
@@ -1106,7 +1100,7 @@ impl<'a> C<'a> {
         get_arr(d, "order", "deparser")?.iter().map(|h| self.header(as_str(h, "deparser")?, "deparser")).collect()
     }
 
-    fn checksums(&self) -> R<(Vec<ChecksumDef>, Vec<ChecksumDef>)> {
+    fn checksums(&self) -> LoadResult<(Vec<ChecksumDef>, Vec<ChecksumDef>)> {
         let (mut verify, mut update) = (Vec::new(), Vec::new());
         for c in get_arr(self.root, "checksums", "root")? {
             let at = format!("checksum '{}'", name_of(c));
@@ -1136,12 +1130,12 @@ impl<'a> C<'a> {
         Ok((verify, update))
     }
 
-    fn action_idx(&self, id: &Value, at: &str) -> R<usize> {
+    fn action_idx(&self, id: &Value, at: &str) -> LoadResult<usize> {
         let id = as_i64(id, at)?;
         self.action_by_json_id.get(&id).copied().ok_or_else(|| LoadError::bad(at, format!("unknown action id {id}")))
     }
 
-    fn action_data(&self, a: usize, data: &[Value], at: &str) -> R<Vec<u128>> {
+    fn action_data(&self, a: usize, data: &[Value], at: &str) -> LoadResult<Vec<u128>> {
         let params = &self.action_infos[a].params;
         if data.len() != params.len() {
             return Err(LoadError::bad(at, format!("action '{}' takes {} arguments", self.action_infos[a].name, params.len())));
@@ -1150,7 +1144,7 @@ impl<'a> C<'a> {
             .zip(params)
             .map(|(d, p)| {
                 let v = hex_or_int(d, at)?;
-                Ok(v & crate::phv::mask(p.bitwidth))
+                Ok(v & crate::bits::mask(p.bitwidth))
             })
             .collect()
     }
@@ -1165,7 +1159,7 @@ struct Pipes {
     egress: Option<Node>,
 }
 
-fn pipelines(c: &C) -> R<Pipes> {
+fn pipelines(c: &C) -> LoadResult<Pipes> {
     let mut out = Pipes { table_defs: vec![], table_infos: vec![], conds: vec![], calls: vec![], ingress: None, egress: None };
     let pls = get_arr(c.root, "pipelines", "root")?;
     for pl in pls {
@@ -1192,7 +1186,7 @@ fn pipelines(c: &C) -> R<Pipes> {
         for (i, x) in calls.iter().enumerate() {
             nodes.insert(get_str(x, "name", &at)?.to_string(), Node::Call(out.calls.len() + i));
         }
-        let node = |v: Option<&Value>, at: &str| -> R<Option<Node>> {
+        let node = |v: Option<&Value>, at: &str| -> LoadResult<Option<Node>> {
             match v {
                 None | Some(Value::Null) => Ok(None),
                 Some(Value::String(n)) => {
@@ -1221,7 +1215,7 @@ fn pipelines(c: &C) -> R<Pipes> {
                     let hn = as_str(target, &at)?;
                     (KeySrc::Valid(c.header(hn, &at)?), 1, hn.to_string())
                 } else {
-                    let (h, f) = arr2(target, &at)?;
+                    let (h, f) = as_pair(target, &at)?;
                     let dn = format!("{}.{}", as_str(h, &at)?, as_str(f, &at)?);
                     match c.field_ref(target, &at)? {
                         Ok(s) => (KeySrc::Slot(s), c.slots[s].width, dn),
@@ -1303,13 +1297,13 @@ fn pipelines(c: &C) -> R<Pipes> {
                 let mut key = Vec::new();
                 for (m, kd) in mk.iter().zip(&keys) {
                     let w = kd.width;
-                    let b = |name: &str| -> R<Vec<u8>> { Ok(bytes_of(hex_or_int(get(m, name, &at)?, &at)?, w)) };
+                    let b = |name: &str| -> LoadResult<Vec<u8>> { Ok(bytes_of(hex_or_int(get(m, name, &at)?, &at)?, w)) };
                     key.push(match get_str(m, "match_type", &at)? {
                         "exact" => MatchKey::Exact(b("key")?),
                         "lpm" => {
                             let plen = get_u64(m, "prefix_length", &at)? as u32;
                             let v = hex_or_int(get(m, "key", &at)?, &at)?;
-                            let pm = if plen == 0 { 0 } else { crate::phv::mask(w) ^ crate::phv::mask(w.saturating_sub(plen)) };
+                            let pm = if plen == 0 { 0 } else { crate::bits::mask(w) ^ crate::bits::mask(w.saturating_sub(plen)) };
                             MatchKey::Lpm { value: bytes_of(v & pm, w), prefix_len: plen }
                         }
                         "ternary" | "optional" => {
@@ -1374,7 +1368,7 @@ fn pipelines(c: &C) -> R<Pipes> {
     Ok(out)
 }
 
-fn core_errors(root: &Value) -> R<CoreErrors> {
+fn core_errors(root: &Value) -> LoadResult<CoreErrors> {
     let mut e = CoreErrors {
         no_error: 0,
         packet_too_short: 1,
@@ -1404,7 +1398,7 @@ fn core_errors(root: &Value) -> R<CoreErrors> {
     Ok(e)
 }
 
-pub(crate) fn load(text: &str) -> R<Program> {
+pub(crate) fn load(text: &str) -> LoadResult<Program> {
     let root: Value = serde_json::from_str(text).map_err(|e| LoadError::Json(e.to_string()))?;
     if !root.is_object() {
         return Err(LoadError::bad("root", "not a JSON object"));

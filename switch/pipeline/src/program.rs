@@ -3,9 +3,8 @@
 //! (field references resolved to PHV slots, expressions to trees).
 
 use crate::actions::Prim;
-use crate::error::LoadError;
+use crate::error::{LoadError, LoadResult};
 use crate::expr::Expr;
-use crate::json::R;
 use std::collections::HashMap;
 
 macro_rules! id_type {
@@ -500,7 +499,7 @@ impl Program {
         self.deparser.iter().filter(|&&h| valid[h]).map(|&h| self.headers[h].nbytes).sum()
     }
 
-    pub(crate) fn unsupported<T>(at: &str, what: impl Into<String>) -> R<T> {
+    pub(crate) fn unsupported<T>(at: &str, what: impl Into<String>) -> LoadResult<T> {
         Err(LoadError::unsupported(at, what))
     }
 }

@@ -7,8 +7,9 @@
 //! store; tests/constructs.rs checks each form.
 
 use crate::actions::Prim;
+use crate::bits::mask;
 use crate::expr::{BinOp, Expr};
-use crate::phv::{fit, mask};
+use crate::phv::fit;
 use crate::program::{HdrRef, LValue, ParserOp, Program, SetSrc};
 
 /// Rewrites `p` in place.
