@@ -2,8 +2,8 @@
 //! execution. Legacy P4_14 arithmetic primitives are compiled to `Assign`.
 
 use crate::checksum::calc_output;
-use crate::engine::Pkt;
 use crate::expr::{Ctx, Expr};
+use crate::packet::Pkt;
 use crate::program::{HdrRef, LValue, Program, UnionRef};
 use crate::rng::Rng;
 use crate::state::State;

@@ -14,6 +14,7 @@ mod engine;
 mod error;
 mod expr;
 mod json;
+mod packet;
 mod parser;
 mod phv;
 mod program;

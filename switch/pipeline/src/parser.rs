@@ -4,9 +4,9 @@
 
 use crate::actions::{self, lvalue_slot, Exec};
 use crate::checksum::{calc_output, ipv4_checksum};
-use crate::engine::Pkt;
-use crate::expr::Ctx;
 use crate::bits::{mask, read_bits};
+use crate::expr::Ctx;
+use crate::packet::Pkt;
 use crate::program::{ChecksumDef, ChecksumKind, ParserOp, Program, SetSrc, TransCase, TransKey};
 
 const MAX_STATES: usize = 100_000;
