@@ -2,14 +2,11 @@
 //! PHV slots and indices, expressions to trees, primitives to [`Prim`]s.
 //! Anything not implemented is rejected with a `LoadError` naming it.
 
-use crate::actions::Prim;
 use crate::bits::{bytes_of, bytes_to_u128};
 use crate::checksum::algo_by_name;
 use crate::error::{LoadError, LoadResult};
-use crate::expr::{BinOp, Expr};
+use crate::ir::*;
 use crate::json::*;
-use crate::program::*;
-use crate::tables::{ActionCall, MatchKey, TableEntry};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -111,16 +108,16 @@ impl<'a> C<'a> {
                 }
                 let fname = as_str(&fa[0], &at)?.to_string();
                 if fa[1].as_str() == Some("*") {
-                    return Program::unsupported(&at, format!("variable-length (varbit) field '{fname}'"));
+                    return Err(LoadError::unsupported(&at, format!("variable-length (varbit) field '{fname}'")));
                 }
                 let width = fa[1]
                     .as_u64()
                     .ok_or_else(|| LoadError::bad(&at, format!("bad width for field '{fname}'")))?;
                 if width > 128 {
-                    return Program::unsupported(
+                    return Err(LoadError::unsupported(
                         &at,
                         format!("field '{fname}' is {width} bits wide (the engine supports up to 128)"),
-                    );
+                    ));
                 }
                 let signed = fa.get(2).and_then(Value::as_bool).unwrap_or(false);
                 let saturating = fa.get(3).and_then(Value::as_bool).unwrap_or(false);
@@ -187,7 +184,7 @@ impl<'a> C<'a> {
             self.unions.push(UnionDef { name, headers: hs });
         }
         if !get_arr(root, "header_union_stacks", "root")?.is_empty() {
-            return Program::unsupported("header_union_stacks", "header union stacks");
+            return Err(LoadError::unsupported("header_union_stacks", "header union stacks"));
         }
         for a in get_arr(root, "field_aliases", "root")? {
             let (n, target) = as_pair(a, "field_aliases")?;
@@ -357,7 +354,7 @@ impl<'a> C<'a> {
                     *self.union_by_name.get(n).ok_or_else(|| LoadError::bad(at, format!("unknown union '{n}'")))?,
                 ))
             }
-            other => return Program::unsupported(at, format!("expression operand of type '{other}'")),
+            other => return Err(LoadError::unsupported(at, format!("expression operand of type '{other}'"))),
         })
     }
 
@@ -516,7 +513,7 @@ impl<'a> C<'a> {
                     CE::Data(e, wide_out)
                 }
             }
-            other => return Program::unsupported(at, format!("expression operator '{other}'")),
+            other => return Err(LoadError::unsupported(at, format!("expression operator '{other}'"))),
         })
     }
 
@@ -745,11 +742,11 @@ impl<'a> C<'a> {
                 n(2)?;
                 Prim::JumpIfZero(self.data_expr(&ps[0], at)?, self.data_expr(&ps[1], at)?)
             }
-            "execute_meter" => return Program::unsupported(at, "meters (execute_meter)"),
-            "generate_digest" => return Program::unsupported(at, "digests (generate_digest)"),
-            "assign_VL" => return Program::unsupported(at, "variable-length fields (assign_VL)"),
-            "assign_union_stack" => return Program::unsupported(at, "header union stacks"),
-            other => return Program::unsupported(at, format!("primitive '{other}'")),
+            "execute_meter" => return Err(LoadError::unsupported(at, "meters (execute_meter)")),
+            "generate_digest" => return Err(LoadError::unsupported(at, "digests (generate_digest)")),
+            "assign_VL" => return Err(LoadError::unsupported(at, "variable-length fields (assign_VL)")),
+            "assign_union_stack" => return Err(LoadError::unsupported(at, "header union stacks")),
+            other => return Err(LoadError::unsupported(at, format!("primitive '{other}'"))),
         })
     }
 
@@ -765,11 +762,11 @@ impl<'a> C<'a> {
     fn externs(&mut self) -> LoadResult<()> {
         let root = self.root;
         if !get_arr(root, "meter_arrays", "root")?.is_empty() {
-            return Program::unsupported("meter_arrays", "meters");
+            return Err(LoadError::unsupported("meter_arrays", "meters"));
         }
         if !get_arr(root, "extern_instances", "root")?.is_empty() {
             let n = name_of(&get_arr(root, "extern_instances", "root")?[0]);
-            return Program::unsupported("extern_instances", format!("extern instance '{n}'"));
+            return Err(LoadError::unsupported("extern_instances", format!("extern instance '{n}'")));
         }
         for (i, c) in get_arr(root, "counter_arrays", "root")?.iter().enumerate() {
             let name = get_str(c, "name", "counter_arrays")?.to_string();
@@ -791,7 +788,7 @@ impl<'a> C<'a> {
             let at = format!("register '{name}'");
             let bitwidth = get_u64(r, "bitwidth", &at)?;
             if bitwidth > 128 {
-                return Program::unsupported(&at, format!("{bitwidth}-bit registers (max 128)"));
+                return Err(LoadError::unsupported(&at, format!("{bitwidth}-bit registers (max 128)")));
             }
             self.register_by_name.insert(name.clone(), i);
             self.register_infos.push(RegisterInfo {
@@ -806,7 +803,7 @@ impl<'a> C<'a> {
             let at = format!("value set '{name}'");
             let bw = get_u64(v, "compressed_bitwidth", &at)?;
             if bw > 128 {
-                return Program::unsupported(&at, format!("{bw}-bit value sets (max 128)"));
+                return Err(LoadError::unsupported(&at, format!("{bw}-bit value sets (max 128)")));
             }
             self.vset_by_name.insert(name.clone(), i);
             self.vset_infos.push(ValueSetInfo { id: ValueSetId(i), name, bitwidth: bw as u32 });
@@ -829,13 +826,13 @@ impl<'a> C<'a> {
                     "hexstr" => {
                         let bits = get_u64(inp, "bitwidth", &at)?;
                         if bits > 128 {
-                            return Program::unsupported(&at, "constant input wider than 128 bits");
+                            return Err(LoadError::unsupported(&at, "constant input wider than 128 bits"));
                         }
                         CalcInput::Const { value: hex_or_int(get(inp, "value", &at)?, &at)?, bits: bits as u32 }
                     }
                     "header" => CalcInput::Header(self.header(as_str(get(inp, "value", &at)?, &at)?, &at)?),
                     "payload" => CalcInput::Payload,
-                    other => return Program::unsupported(&at, format!("calculation input of type '{other}'")),
+                    other => return Err(LoadError::unsupported(&at, format!("calculation input of type '{other}'"))),
                 });
             }
             self.calc_by_name.insert(name.clone(), i);
@@ -854,7 +851,7 @@ impl<'a> C<'a> {
                 match get_str(e, "type", &at)? {
                     "field" => slots.push(self.slot(get(e, "value", &at)?, &at)?),
                     "hexstr" => {}
-                    other => return Program::unsupported(&at, format!("field list element of type '{other}'")),
+                    other => return Err(LoadError::unsupported(&at, format!("field list element of type '{other}'"))),
                 }
             }
             out.insert(id, slots);
@@ -874,7 +871,7 @@ impl<'a> C<'a> {
             for rd in get_arr(a, "runtime_data", &at)? {
                 let bw = get_u64(rd, "bitwidth", &at)?;
                 if bw > 128 {
-                    return Program::unsupported(&at, format!("{bw}-bit action parameter (max 128)"));
+                    return Err(LoadError::unsupported(&at, format!("{bw}-bit action parameter (max 128)")));
                 }
                 params.push(ParamInfo { name: get_str(rd, "name", &at)?.to_string(), bitwidth: bw as u32 });
             }
@@ -944,10 +941,10 @@ impl<'a> C<'a> {
                                 ParserOp::Extract(h)
                             }
                             "stack" => ParserOp::ExtractStack(self.stack(as_str(v, &at)?, &at)?),
-                            other => return Program::unsupported(&at, format!("extract of type '{other}'")),
+                            other => return Err(LoadError::unsupported(&at, format!("extract of type '{other}'"))),
                         }
                     }
-                    "extract_VL" => return Program::unsupported(&at, "variable-length extraction (extract_VL)"),
+                    "extract_VL" => return Err(LoadError::unsupported(&at, "variable-length extraction (extract_VL)")),
                     "set" => {
                         if ps.len() != 2 {
                             return Err(LoadError::bad(&at, "set takes 2 parameters"));
@@ -957,7 +954,7 @@ impl<'a> C<'a> {
                             let (o, w) = as_pair(get(&ps[1], "value", &at)?, &at)?;
                             let w = as_i64(w, &at)?;
                             if !(1..=128).contains(&w) {
-                                return Program::unsupported(&at, format!("lookahead of {w} bits"));
+                                return Err(LoadError::unsupported(&at, format!("lookahead of {w} bits")));
                             }
                             SetSrc::Lookahead { off_bits: as_i64(o, &at)?.max(0) as usize, width: w as u32 }
                         } else {
@@ -982,7 +979,7 @@ impl<'a> C<'a> {
                         ParserOp::Advance(Expr::Const(n as i128 * 8))
                     }
                     "primitive" => ParserOp::Prim(self.prim(p0?, &at)?),
-                    other => return Program::unsupported(&at, format!("parser op '{other}'")),
+                    other => return Err(LoadError::unsupported(&at, format!("parser op '{other}'"))),
                 });
             }
             let mut key = Vec::new();
@@ -1006,12 +1003,12 @@ impl<'a> C<'a> {
                         let (o, w) = as_pair(v, &at)?;
                         let w = as_i64(w, &at)?;
                         if !(1..=128).contains(&w) {
-                            return Program::unsupported(&at, format!("lookahead of {w} bits in a select key"));
+                            return Err(LoadError::unsupported(&at, format!("lookahead of {w} bits in a select key")));
                         }
                         key.push(TransKey::Lookahead { off_bits: as_i64(o, &at)?.max(0) as usize, width: w as u32 });
                         widths.push(w as u32);
                     }
-                    other => return Program::unsupported(&at, format!("transition key of type '{other}'")),
+                    other => return Err(LoadError::unsupported(&at, format!("transition key of type '{other}'"))),
                 }
             }
             let split = |hex: &str| -> LoadResult<Vec<u128>> {
@@ -1057,7 +1054,7 @@ impl<'a> C<'a> {
                             .ok_or_else(|| LoadError::bad(&at, format!("unknown value set '{n}'")))?;
                         match &self.vset_key_widths[vs] {
                             Some(w) if *w != widths => {
-                                return Program::unsupported(&at, format!("value set '{n}' used with different keys"))
+                                return Err(LoadError::unsupported(&at, format!("value set '{n}' used with different keys")))
                             }
                             _ => self.vset_key_widths[vs] = Some(widths.clone()),
                         }
@@ -1081,7 +1078,7 @@ impl<'a> C<'a> {
                         };
                         cases.push(TransCase::VSet { vset: vs, masks, next });
                     }
-                    other => return Program::unsupported(&at, format!("transition of type '{other}'")),
+                    other => return Err(LoadError::unsupported(&at, format!("transition of type '{other}'"))),
                 }
             }
             out.push(ParseState { name, ops, key, key_widths: widths, cases, default_next });
@@ -1095,7 +1092,7 @@ impl<'a> C<'a> {
         let ds = get_arr(self.root, "deparsers", "root")?;
         let Some(d) = self.pick(ds, "deparser", "deparser")? else { return Ok(vec![]) };
         if !get_arr(d, "primitives", "deparser")?.is_empty() {
-            return Program::unsupported("deparser", "method calls in the deparser");
+            return Err(LoadError::unsupported("deparser", "method calls in the deparser"));
         }
         get_arr(d, "order", "deparser")?.iter().map(|h| self.header(as_str(h, "deparser")?, "deparser")).collect()
     }
@@ -1113,7 +1110,7 @@ impl<'a> C<'a> {
                     )
                 }
                 "ipv4" => ChecksumKind::Ipv4,
-                other => return Program::unsupported(&at, format!("checksum type '{other}'")),
+                other => return Err(LoadError::unsupported(&at, format!("checksum type '{other}'"))),
             };
             let cond = match c.get("if_cond") {
                 None | Some(Value::Null) => None,
@@ -1167,11 +1164,11 @@ fn pipelines(c: &C) -> LoadResult<Pipes> {
         let which = match pname.as_str() {
             "ingress" => 0,
             "egress" => 1,
-            other => return Program::unsupported("pipelines", format!("pipeline '{other}' (v1model has ingress and egress)")),
+            other => return Err(LoadError::unsupported("pipelines", format!("pipeline '{other}' (v1model has ingress and egress)"))),
         };
         let at = format!("pipeline '{pname}'");
         if let Some(ap) = get_arr(pl, "action_profiles", &at)?.first() {
-            return Program::unsupported(&at, format!("action profile / selector '{}'", name_of(ap)));
+            return Err(LoadError::unsupported(&at, format!("action profile / selector '{}'", name_of(ap))));
         }
         let tables = get_arr(pl, "tables", &at)?;
         let conds = get_arr(pl, "conditionals", &at)?;
@@ -1201,10 +1198,10 @@ fn pipelines(c: &C) -> LoadResult<Pipes> {
             let tid = out.table_defs.len();
             let ttype = t.get("type").and_then(Value::as_str).unwrap_or("simple");
             if ttype != "simple" {
-                return Program::unsupported(&at, format!("table implementation '{ttype}' (action profiles / selectors)"));
+                return Err(LoadError::unsupported(&at, format!("table implementation '{ttype}' (action profiles / selectors)")));
             }
             if !matches!(t.get("direct_meters"), None | Some(Value::Null)) {
-                return Program::unsupported(&at, "direct meters");
+                return Err(LoadError::unsupported(&at, "direct meters"));
             }
             let mut keys = Vec::new();
             let mut kinfos = Vec::new();
@@ -1229,7 +1226,7 @@ fn pipelines(c: &C) -> LoadResult<Pipes> {
                     "optional" => (KeyKind::Ternary, MatchKind::Optional),
                     "range" => (KeyKind::Range, MatchKind::Range),
                     "valid" => (KeyKind::Valid, MatchKind::Exact),
-                    other => return Program::unsupported(&at, format!("match kind '{other}'")),
+                    other => return Err(LoadError::unsupported(&at, format!("match kind '{other}'"))),
                 };
                 let mask = match k.get("mask") {
                     None | Some(Value::Null) => None,
@@ -1313,7 +1310,7 @@ fn pipelines(c: &C) -> LoadResult<Pipes> {
                         }
                         "range" => MatchKey::Range { low: b("start")?, high: b("end")? },
                         "valid" => MatchKey::Exact(vec![get(m, "key", &at)?.as_bool().unwrap_or(false) as u8]),
-                        other => return Program::unsupported(&at, format!("const entry match type '{other}'")),
+                        other => return Err(LoadError::unsupported(&at, format!("const entry match type '{other}'"))),
                     });
                 }
                 let ae = get(e, "action_entry", &at)?;
@@ -1398,14 +1395,23 @@ fn core_errors(root: &Value) -> LoadResult<CoreErrors> {
     Ok(e)
 }
 
-pub(crate) fn load(text: &str) -> LoadResult<Program> {
+impl Program {
+    /// Parses and precompiles a bmv2 JSON document (as written by
+    /// `p4c-bm2-ss` for v1model). Anything the engine does not implement is
+    /// an error naming the construct.
+    pub fn from_json(text: &str) -> Result<Program, LoadError> {
+        load(text)
+    }
+}
+
+fn load(text: &str) -> LoadResult<Program> {
     let root: Value = serde_json::from_str(text).map_err(|e| LoadError::Json(e.to_string()))?;
     if !root.is_object() {
         return Err(LoadError::bad("root", "not a JSON object"));
     }
     if let Some(v) = root.get("__meta__").and_then(|m| m.get("version")).and_then(Value::as_array) {
         if v.first().and_then(Value::as_u64) != Some(2) {
-            return Program::unsupported("__meta__", format!("bmv2 JSON version {v:?} (expected 2.x)"));
+            return Err(LoadError::unsupported("__meta__", format!("bmv2 JSON version {v:?} (expected 2.x)")));
         }
     }
     let mut c = C::new(&root);

@@ -7,11 +7,11 @@
 
 use crate::actions::{self, Exec};
 use crate::bits::BitWriter;
-use crate::expr::Ctx;
+use crate::eval::Ctx;
+use crate::ir::{KeySrc, Node, Program};
 use crate::packet::Pkt;
 use crate::parser;
 use crate::phv::Phv;
-use crate::program::{KeySrc, Node, Program};
 use crate::rng::Rng;
 use crate::state::{Replica, State};
 use std::sync::Arc;

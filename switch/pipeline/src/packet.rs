@@ -3,8 +3,8 @@
 //! recirculate, truncate, exit). Below the engine's modules, so actions,
 //! the parser and the engine share it without importing one another.
 
+use crate::ir::Program;
 use crate::phv::Phv;
-use crate::program::Program;
 
 /// Packet state carried between ingress and egress.
 #[derive(Clone, Debug)]

@@ -5,9 +5,9 @@
 use crate::actions::{self, lvalue_slot, Exec};
 use crate::checksum::{calc_output, ipv4_checksum};
 use crate::bits::{mask, read_bits};
-use crate::expr::Ctx;
+use crate::eval::Ctx;
+use crate::ir::{ChecksumDef, ChecksumKind, Expr, ParserOp, Program, SetSrc, TransCase, TransKey};
 use crate::packet::Pkt;
-use crate::program::{ChecksumDef, ChecksumKind, ParserOp, Program, SetSrc, TransCase, TransKey};
 
 const MAX_STATES: usize = 100_000;
 
@@ -40,7 +40,7 @@ pub(crate) fn parse(x: &mut Exec, pkt: &mut Pkt, data: &[u8], key: &mut Vec<u128
                 key.push(match k {
                     TransKey::Slot(s) => pkt.phv.f[*s],
                     TransKey::StackLast { stack, off } => {
-                        let e = crate::expr::Expr::StackLast { stack: *stack, off: *off };
+                        let e = Expr::StackLast { stack: *stack, off: *off };
                         let w = p.stacks[*stack].htype;
                         let width = p.htypes[w].fields.get(*off).map_or(128, |f| f.width);
                         (c.eval(&e) as u128) & mask(width)

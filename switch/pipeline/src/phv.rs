@@ -3,7 +3,7 @@
 //! header validity bits and the `next` index of every header stack.
 
 use crate::bits::{mask, BitReader, BitWriter};
-use crate::program::{Program, SlotInfo};
+use crate::ir::{Program, SlotInfo};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Phv {

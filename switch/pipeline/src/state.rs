@@ -4,8 +4,8 @@
 
 use crate::bits::{bytes_of, mask};
 use crate::error::StateError;
-use crate::program::{ActionId, CounterId, Program, RegisterId, TableId, ValueSetId};
-use crate::tables::{value_of, ActionCall, Cell, MatchKey, TableEntry, TableState};
+use crate::ir::{ActionCall, ActionId, CounterId, MatchKey, Program, RegisterId, TableEntry, TableId, ValueSetId};
+use crate::tables::{value_of, Cell, TableState};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};

@@ -5,34 +5,9 @@
 
 use crate::bits::{bytes_of, bytes_to_u128, mask};
 use crate::error::StateError;
-use crate::program::{ActionId, KeyKind, Program, TableDef, TableInfo, TableKind};
+use crate::ir::{ActionCall, ActionId, KeyKind, MatchKey, Program, TableDef, TableEntry, TableInfo, TableKind};
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-
-/// One key field of a table entry. Byte strings are big-endian, any length.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum MatchKey {
-    Exact(Vec<u8>),
-    Lpm { value: Vec<u8>, prefix_len: u32 },
-    Ternary { value: Vec<u8>, mask: Vec<u8> },
-    Range { low: Vec<u8>, high: Vec<u8> },
-    /// `None` is the wildcard.
-    Optional(Option<Vec<u8>>),
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct ActionCall {
-    pub action: ActionId,
-    pub args: Vec<Vec<u8>>,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct TableEntry {
-    pub key: Vec<MatchKey>,
-    /// Larger wins (P4Runtime convention). Ignored for exact and LPM tables.
-    pub priority: i32,
-    pub action: ActionCall,
-}
 
 /// Counter cell (packets and bytes), updated with relaxed atomics.
 #[derive(Debug, Default)]
