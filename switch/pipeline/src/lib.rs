@@ -14,12 +14,10 @@ mod engine;
 mod error;
 mod eval;
 mod ir;
-mod json;
 mod packet;
 mod parser;
 mod phv;
 mod rng;
-mod simplify;
 mod state;
 mod tables;
 
