@@ -6,7 +6,7 @@ use super::expr::{Expr, HdrRef, LValue, UnionRef};
 #[derive(Clone, Debug)]
 pub(crate) enum Prim {
     Assign(LValue, Expr),
-    /// Direct forms of `Assign` (see simplify.rs): `value` already fitted.
+    /// Direct forms of `Assign` (see compile/simplify.rs): `value` already fitted.
     SetConst { dst: usize, value: u128 },
     SetArg { dst: usize, arg: usize, mask: u128 },
     CopyField { dst: usize, src: usize, mask: u128 },

@@ -41,7 +41,7 @@ pub(crate) enum Expr {
     Const(i128),
     Bool(bool),
     Field(usize),
-    /// Direct forms (see simplify.rs): a fixed header's validity; a
+    /// Direct forms (see compile/simplify.rs): a fixed header's validity; a
     /// field tested as a boolean.
     ValidHdr(usize),
     FieldNonZero(usize),
