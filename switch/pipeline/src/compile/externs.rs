@@ -128,31 +128,19 @@ impl Externs {
     }
 
     pub fn counter(&self, name: &str, at: &str) -> LoadResult<usize> {
-        self.counter_by_name
-            .get(name)
-            .copied()
-            .ok_or_else(|| LoadError::bad(at, format!("unknown counter '{name}'")))
+        lookup(&self.counter_by_name, "counter", name, at)
     }
 
     pub fn register(&self, name: &str, at: &str) -> LoadResult<usize> {
-        self.register_by_name
-            .get(name)
-            .copied()
-            .ok_or_else(|| LoadError::bad(at, format!("unknown register '{name}'")))
+        lookup(&self.register_by_name, "register", name, at)
     }
 
     pub fn value_set(&self, name: &str, at: &str) -> LoadResult<usize> {
-        self.vset_by_name
-            .get(name)
-            .copied()
-            .ok_or_else(|| LoadError::bad(at, format!("unknown value set '{name}'")))
+        lookup(&self.vset_by_name, "value set", name, at)
     }
 
     pub fn calc(&self, name: &str, at: &str) -> LoadResult<usize> {
-        self.calc_by_name
-            .get(name)
-            .copied()
-            .ok_or_else(|| LoadError::bad(at, format!("unknown calculation '{name}'")))
+        lookup(&self.calc_by_name, "calculation", name, at)
     }
 }
 

@@ -4,6 +4,7 @@
 use crate::bits::bytes_to_u128;
 use crate::error::{LoadError, LoadResult};
 use serde_json::Value;
+use std::collections::HashMap;
 
 pub(crate) fn get<'a>(v: &'a Value, key: &str, at: &str) -> LoadResult<&'a Value> {
     match v.get(key) {
@@ -57,6 +58,11 @@ pub(crate) fn as_i64(v: &Value, at: &str) -> LoadResult<i64> {
 
 pub(crate) fn get_bool_or(v: &Value, key: &str, default: bool) -> bool {
     v.get(key).and_then(Value::as_bool).unwrap_or(default)
+}
+
+/// The index a name table gives `name`; the error calls it a `what`.
+pub(crate) fn lookup(table: &HashMap<String, usize>, what: &str, name: &str, at: &str) -> LoadResult<usize> {
+    table.get(name).copied().ok_or_else(|| LoadError::bad(at, format!("unknown {what} '{name}'")))
 }
 
 /// Name of an object, for error messages.

@@ -165,24 +165,15 @@ impl Layout {
     }
 
     pub fn header(&self, name: &str, at: &str) -> LoadResult<usize> {
-        self.header_by_name
-            .get(name)
-            .copied()
-            .ok_or_else(|| LoadError::bad(at, format!("unknown header '{name}'")))
+        lookup(&self.header_by_name, "header", name, at)
     }
 
     pub fn stack(&self, name: &str, at: &str) -> LoadResult<usize> {
-        self.stack_by_name
-            .get(name)
-            .copied()
-            .ok_or_else(|| LoadError::bad(at, format!("unknown header stack '{name}'")))
+        lookup(&self.stack_by_name, "header stack", name, at)
     }
 
     pub fn union(&self, name: &str, at: &str) -> LoadResult<usize> {
-        self.union_by_name
-            .get(name)
-            .copied()
-            .ok_or_else(|| LoadError::bad(at, format!("unknown union '{name}'")))
+        lookup(&self.union_by_name, "union", name, at)
     }
 
     pub fn field_index(&self, htype: usize, field: &str, at: &str) -> LoadResult<usize> {
