@@ -1,5 +1,7 @@
-//! Big-endian bit fields in byte buffers: random access (`read_bits`,
-//! `write_bits`, for lookahead and odd offsets) and streaming
+//! Big-endian values in bytes: width masks, byte strings <-> u128 (table
+//! keys, action data, JSON constants), and bit fields in byte buffers:
+//! random access (`read_bits`, `write_bits`, for lookahead and odd
+//! offsets) and streaming
 //! (`BitReader`, `BitWriter`, for whole headers). Streaming moves 64 bits
 //! per memory access instead of one byte per field, which is what
 //! extracting and deparsing every header of every packet wants.
@@ -11,6 +13,40 @@ fn mask64(width: u32) -> u64 {
     } else {
         (1u64 << width) - 1
     }
+}
+
+/// The low `width` bits set (all 128 for `width` >= 128).
+#[inline]
+pub(crate) fn mask(width: u32) -> u128 {
+    if width >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << width) - 1
+    }
+}
+
+/// Big-endian bytes to u128; None if the value needs more than 128 bits.
+pub(crate) fn bytes_to_u128(b: &[u8]) -> Option<u128> {
+    let mut v: u128 = 0;
+    let mut seen = 0usize;
+    for &x in b {
+        if seen == 0 && x == 0 {
+            continue;
+        }
+        seen += 1;
+        if seen > 16 {
+            return None;
+        }
+        v = (v << 8) | x as u128;
+    }
+    Some(v)
+}
+
+/// A value as ceil(width/8) big-endian bytes.
+pub(crate) fn bytes_of(v: u128, width: u32) -> Vec<u8> {
+    let n = (width as usize).div_ceil(8).max(1);
+    let full = v.to_be_bytes();
+    full[16 - n.min(16)..].to_vec()
 }
 
 /// Reads `width` (<= 128) bits starting at bit `bit` of `data`, big-endian.

@@ -4,8 +4,8 @@
 //! BufBuilder: fields of invalid headers skipped, payload appended).
 
 use crate::bits::BitWriter;
+use crate::ir::{Calc, CalcInput, HashAlgo, Program};
 use crate::phv::Phv;
-use crate::program::{Calc, CalcInput, HashAlgo, Program};
 use std::sync::OnceLock;
 
 struct CrcSpec {

@@ -7,10 +7,11 @@
 
 use crate::actions::{self, Exec};
 use crate::bits::BitWriter;
-use crate::expr::Ctx;
+use crate::eval::Ctx;
+use crate::ir::{KeySrc, Node, Program};
+use crate::packet::Pkt;
 use crate::parser;
 use crate::phv::Phv;
-use crate::program::{KeySrc, Node, Program};
 use crate::rng::Rng;
 use crate::state::{Replica, State};
 use std::sync::Arc;
@@ -28,61 +29,6 @@ pub mod instance_type {
 /// The drop port of simple_switch (egress_spec value that drops).
 pub const DROP_PORT: u32 = 511;
 const MAX_RESUBMITS: u32 = 64;
-
-/// Packet state carried between ingress and egress.
-#[derive(Clone, Debug)]
-pub(crate) struct Pkt {
-    pub phv: Phv,
-    /// Bytes after the parsed headers (for a recirculated packet: the
-    /// whole frame, to be parsed).
-    pub payload: Vec<u8>,
-    pub ingress_length: u32,
-    /// bmv2 packet register 0: length adjusted by setValid/setInvalid.
-    pub pkt_len_reg: u32,
-    pub truncate: Option<usize>,
-    pub clone: Option<(u16, u16)>,
-    pub resubmit: u16,
-    pub recirculate: u16,
-    pub exit: bool,
-    pub assert_failed: bool,
-}
-
-impl Pkt {
-    /// A packet as the parser finds it (from a recycled one when possible).
-    fn fresh(p: &Program, pool: &mut Vec<Box<Pkt>>, len: u32) -> Box<Pkt> {
-        match pool.pop() {
-            Some(mut k) => {
-                k.phv.reset(p);
-                k.payload.clear();
-                k.ingress_length = len;
-                k.pkt_len_reg = len;
-                k.truncate = None;
-                k.clone = None;
-                k.resubmit = 0;
-                k.recirculate = 0;
-                k.exit = false;
-                k.assert_failed = false;
-                k
-            }
-            None => Box::new(Pkt::new(p, len)),
-        }
-    }
-
-    fn new(p: &Program, len: u32) -> Pkt {
-        Pkt {
-            phv: Phv::new(p),
-            payload: Vec::new(),
-            ingress_length: len,
-            pkt_len_reg: len,
-            truncate: None,
-            clone: None,
-            resubmit: 0,
-            recirculate: 0,
-            exit: false,
-            assert_failed: false,
-        }
-    }
-}
 
 /// A packet between ingress and egress: its PHV and payload.
 #[derive(Clone, Debug)]

@@ -25,6 +25,8 @@ impl LoadError {
     }
 }
 
+pub(crate) type LoadResult<T> = Result<T, LoadError>;
+
 /// gRPC-style classification of a [`StateError`], so the P4Runtime server
 /// can map it to a status code without matching every variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

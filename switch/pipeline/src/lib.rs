@@ -12,24 +12,22 @@ mod checksum;
 mod compile;
 mod engine;
 mod error;
-mod expr;
-mod json;
+mod eval;
+mod ir;
+mod packet;
 mod parser;
 mod phv;
-mod program;
 mod rng;
-mod simplify;
 mod state;
 mod tables;
 
 pub use engine::{instance_type, Engine, QueueMeta, Queued, DROP_PORT};
 pub use error::{ErrorCode, LoadError, StateError};
-pub use program::{
-    ActionId, ActionInfo, CounterId, CounterInfo, CounterKind, KeyInfo, MatchKind, ParamInfo, Program,
-    RegisterId, RegisterInfo, TableId, TableInfo, ValueSetId, ValueSetInfo,
+pub use ir::{
+    ActionCall, ActionId, ActionInfo, CounterId, CounterInfo, CounterKind, KeyInfo, MatchKey, MatchKind, ParamInfo,
+    Program, RegisterId, RegisterInfo, TableEntry, TableId, TableInfo, ValueSetId, ValueSetInfo,
 };
 pub use state::{CounterValue, Replica, State};
-pub use tables::{ActionCall, MatchKey, TableEntry};
 
 #[cfg(test)]
 mod send_sync {

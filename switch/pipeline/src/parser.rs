@@ -4,10 +4,10 @@
 
 use crate::actions::{self, lvalue_slot, Exec};
 use crate::checksum::{calc_output, ipv4_checksum};
-use crate::engine::Pkt;
-use crate::expr::Ctx;
-use crate::bits::read_bits;
-use crate::program::{ChecksumDef, ChecksumKind, ParserOp, Program, SetSrc, TransCase, TransKey};
+use crate::bits::{mask, read_bits};
+use crate::eval::Ctx;
+use crate::ir::{ChecksumDef, ChecksumKind, Expr, ParserOp, Program, SetSrc, TransCase, TransKey};
+use crate::packet::Pkt;
 
 const MAX_STATES: usize = 100_000;
 
@@ -40,10 +40,10 @@ pub(crate) fn parse(x: &mut Exec, pkt: &mut Pkt, data: &[u8], key: &mut Vec<u128
                 key.push(match k {
                     TransKey::Slot(s) => pkt.phv.f[*s],
                     TransKey::StackLast { stack, off } => {
-                        let e = crate::expr::Expr::StackLast { stack: *stack, off: *off };
+                        let e = Expr::StackLast { stack: *stack, off: *off };
                         let w = p.stacks[*stack].htype;
                         let width = p.htypes[w].fields.get(*off).map_or(128, |f| f.width);
-                        (c.eval(&e) as u128) & crate::phv::mask(width)
+                        (c.eval(&e) as u128) & mask(width)
                     }
                     TransKey::Lookahead { off_bits, width } => read_bits(data, pos * 8 + off_bits, *width),
                 });
@@ -173,7 +173,7 @@ pub(crate) fn verify_checksums(x: &mut Exec, pkt: &Pkt) -> bool {
         }
         if let Some(v) = checksum_value(x, pkt, c) {
             let w = p.slots[c.slot].width;
-            if (v as u128) & crate::phv::mask(w) != pkt.phv.f[c.slot] || (w < 64 && v >> w != 0) {
+            if (v as u128) & mask(w) != pkt.phv.f[c.slot] || (w < 64 && v >> w != 0) {
                 bad = true;
             }
         }

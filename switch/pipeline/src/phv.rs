@@ -2,23 +2,14 @@
 //! to the field width, signed fields as two's complement bit patterns),
 //! header validity bits and the `next` index of every header stack.
 
-use crate::bits::{BitReader, BitWriter};
-use crate::program::{Program, SlotInfo};
+use crate::bits::{mask, BitReader, BitWriter};
+use crate::ir::{Program, SlotInfo};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Phv {
     pub f: Vec<u128>,
     pub valid: Vec<bool>,
     pub next: Vec<u32>,
-}
-
-#[inline]
-pub(crate) fn mask(width: u32) -> u128 {
-    if width >= 128 {
-        u128::MAX
-    } else {
-        (1u128 << width) - 1
-    }
 }
 
 /// The value to store in a field of the given kind (truncate, or clamp for

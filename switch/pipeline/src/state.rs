@@ -2,10 +2,10 @@
 //! plane and the packet threads: one RwLock per table, atomics for counters
 //! and narrow registers, sessions and multicast groups behind RwLocks.
 
+use crate::bits::{bytes_of, mask};
 use crate::error::StateError;
-use crate::phv::mask;
-use crate::program::{ActionId, CounterId, Program, RegisterId, TableId, ValueSetId};
-use crate::tables::{bytes_of, value_of, ActionCall, Cell, MatchKey, TableEntry, TableState};
+use crate::ir::{ActionCall, ActionId, CounterId, MatchKey, Program, RegisterId, TableEntry, TableId, ValueSetId};
+use crate::tables::{value_of, Cell, TableState};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};

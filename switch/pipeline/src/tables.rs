@@ -3,36 +3,11 @@
 //! optional tables a priority-ordered list. Priorities follow P4Runtime: a
 //! larger number wins; equal priorities resolve to the earliest inserted.
 
+use crate::bits::{bytes_of, bytes_to_u128, mask};
 use crate::error::StateError;
-use crate::phv::mask;
-use crate::program::{ActionId, KeyKind, Program, TableDef, TableInfo, TableKind};
+use crate::ir::{ActionCall, ActionId, KeyKind, MatchKey, Program, TableDef, TableEntry, TableInfo, TableKind};
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-
-/// One key field of a table entry. Byte strings are big-endian, any length.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum MatchKey {
-    Exact(Vec<u8>),
-    Lpm { value: Vec<u8>, prefix_len: u32 },
-    Ternary { value: Vec<u8>, mask: Vec<u8> },
-    Range { low: Vec<u8>, high: Vec<u8> },
-    /// `None` is the wildcard.
-    Optional(Option<Vec<u8>>),
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct ActionCall {
-    pub action: ActionId,
-    pub args: Vec<Vec<u8>>,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct TableEntry {
-    pub key: Vec<MatchKey>,
-    /// Larger wins (P4Runtime convention). Ignored for exact and LPM tables.
-    pub priority: i32,
-    pub action: ActionCall,
-}
 
 /// Counter cell (packets and bytes), updated with relaxed atomics.
 #[derive(Debug, Default)]
@@ -87,18 +62,11 @@ pub(crate) struct TableState {
 /// Big-endian bytes to a value that must fit `width` bits.
 pub(crate) fn value_of(b: &[u8], width: u32, what: &str) -> Result<u128, StateError> {
     let too_wide = || StateError::ValueTooWide { what: what.to_string(), bitwidth: width };
-    let v = crate::json::bytes_to_u128(b).ok_or_else(too_wide)?;
+    let v = bytes_to_u128(b).ok_or_else(too_wide)?;
     if width < 128 && v >> width != 0 {
         return Err(too_wide());
     }
     Ok(v)
-}
-
-/// A value as ceil(width/8) big-endian bytes.
-pub(crate) fn bytes_of(v: u128, width: u32) -> Vec<u8> {
-    let n = (width as usize).div_ceil(8).max(1);
-    let full = v.to_be_bytes();
-    full[16 - n.min(16)..].to_vec()
 }
 
 fn prefix_mask(width: u32, plen: u32) -> u128 {

@@ -6,10 +6,9 @@
 //! walk. Every rewrite preserves the exact value the general path would
 //! store; tests/constructs.rs checks each form.
 
-use crate::actions::Prim;
-use crate::expr::{BinOp, Expr};
-use crate::phv::{fit, mask};
-use crate::program::{HdrRef, LValue, ParserOp, Program, SetSrc};
+use crate::bits::mask;
+use crate::ir::{BinOp, Expr, HdrRef, LValue, ParserOp, Prim, Program, SetSrc};
+use crate::phv::fit;
 
 /// Rewrites `p` in place.
 pub(crate) fn simplify(p: &mut Program) {

@@ -1,76 +1,13 @@
-//! Expressions: a small tree evaluated over the PHV. Data values are i128
+//! Expression evaluation over the PHV. Data values are i128
 //! (bmv2 computes with unbounded integers; p4c masks every arithmetic
 //! result to its type's width, so two's complement i128 arithmetic gives
 //! the same results for all widths up to 128). Operands derived from
 //! unsigned 128-bit values are flagged "wide" at compile time and compared,
 //! divided and shifted right as unsigned.
 
+use crate::ir::{BinOp, Expr, HdrRef, Program, UnionRef};
 use crate::phv::{load, Phv};
-use crate::program::{HdrRef, Program, UnionRef};
 use crate::state::State;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum BinOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Mod,
-    DivU,
-    ModU,
-    Shl,
-    Shr,
-    ShrU,
-    And,
-    Or,
-    Xor,
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    LtU,
-    LeU,
-    GtU,
-    GeU,
-    LAnd,
-    LOr,
-    BoolEq,
-    BoolNe,
-    TwoCompMod,
-    UsatCast,
-    SatCast,
-}
-
-#[derive(Clone, Debug)]
-pub(crate) enum Expr {
-    Const(i128),
-    Bool(bool),
-    Field(usize),
-    /// Direct forms (see simplify.rs): a fixed header's validity; a
-    /// field tested as a boolean.
-    ValidHdr(usize),
-    FieldNonZero(usize),
-    /// The hidden `$valid$` field: 1 if valid.
-    ValidBit(Box<HdrRef>),
-    Valid(Box<HdrRef>),
-    ValidUnion(Box<UnionRef>),
-    Local(usize),
-    StackLast { stack: usize, off: usize },
-    HdrField { hdr: Box<HdrRef>, off: usize },
-    Register { reg: usize, idx: Box<Expr> },
-    LastStackIndex(usize),
-    SizeStack(usize),
-    Bin(BinOp, Box<Expr>, Box<Expr>),
-    BitNeg(Box<Expr>),
-    Not(Box<Expr>),
-    D2B(Box<Expr>),
-    B2D(Box<Expr>),
-    Ternary(Box<Expr>, Box<Expr>, Box<Expr>),
-    HdrEq(Box<HdrRef>, Box<HdrRef>),
-    UnionEq(Box<UnionRef>, Box<UnionRef>),
-}
 
 pub(crate) struct Ctx<'a> {
     pub p: &'a Program,

@@ -1,29 +1,29 @@
 //! Small helpers to read the bmv2 JSON document (serde_json `Value`s) with
 //! errors that say where in the document a problem is.
 
-use crate::error::LoadError;
+use crate::bits::bytes_to_u128;
+use crate::error::{LoadError, LoadResult};
 use serde_json::Value;
+use std::collections::HashMap;
 
-pub(crate) type R<T> = Result<T, LoadError>;
-
-pub(crate) fn get<'a>(v: &'a Value, key: &str, at: &str) -> R<&'a Value> {
+pub(crate) fn get<'a>(v: &'a Value, key: &str, at: &str) -> LoadResult<&'a Value> {
     match v.get(key) {
         Some(x) => Ok(x),
         None => Err(LoadError::bad(at, format!("missing attribute '{key}'"))),
     }
 }
 
-pub(crate) fn get_str<'a>(v: &'a Value, key: &str, at: &str) -> R<&'a str> {
+pub(crate) fn get_str<'a>(v: &'a Value, key: &str, at: &str) -> LoadResult<&'a str> {
     get(v, key, at)?
         .as_str()
         .ok_or_else(|| LoadError::bad(at, format!("attribute '{key}' is not a string")))
 }
 
-pub(crate) fn as_str<'a>(v: &'a Value, at: &str) -> R<&'a str> {
+pub(crate) fn as_str<'a>(v: &'a Value, at: &str) -> LoadResult<&'a str> {
     v.as_str().ok_or_else(|| LoadError::bad(at, format!("expected a string, got {v}")))
 }
 
-pub(crate) fn get_arr<'a>(v: &'a Value, key: &str, at: &str) -> R<&'a [Value]> {
+pub(crate) fn get_arr<'a>(v: &'a Value, key: &str, at: &str) -> LoadResult<&'a [Value]> {
     match v.get(key) {
         Some(Value::Array(a)) => Ok(a),
         Some(Value::Null) | None => Ok(&[]),
@@ -31,25 +31,38 @@ pub(crate) fn get_arr<'a>(v: &'a Value, key: &str, at: &str) -> R<&'a [Value]> {
     }
 }
 
-pub(crate) fn as_arr<'a>(v: &'a Value, at: &str) -> R<&'a [Value]> {
+pub(crate) fn as_arr<'a>(v: &'a Value, at: &str) -> LoadResult<&'a [Value]> {
     match v {
         Value::Array(a) => Ok(a),
         _ => Err(LoadError::bad(at, format!("expected an array, got {v}"))),
     }
 }
 
-pub(crate) fn get_u64(v: &Value, key: &str, at: &str) -> R<u64> {
+/// The first two elements of an array (`[header, field]`, `[offset, width]`, ...).
+pub(crate) fn as_pair<'a>(v: &'a Value, at: &str) -> LoadResult<(&'a Value, &'a Value)> {
+    match v {
+        Value::Array(a) if a.len() >= 2 => Ok((&a[0], &a[1])),
+        _ => Err(LoadError::bad(at, format!("expected a 2-tuple, got {v}"))),
+    }
+}
+
+pub(crate) fn get_u64(v: &Value, key: &str, at: &str) -> LoadResult<u64> {
     get(v, key, at)?
         .as_u64()
         .ok_or_else(|| LoadError::bad(at, format!("attribute '{key}' is not a non-negative integer")))
 }
 
-pub(crate) fn as_i64(v: &Value, at: &str) -> R<i64> {
+pub(crate) fn as_i64(v: &Value, at: &str) -> LoadResult<i64> {
     v.as_i64().ok_or_else(|| LoadError::bad(at, format!("expected an integer, got {v}")))
 }
 
 pub(crate) fn get_bool_or(v: &Value, key: &str, default: bool) -> bool {
     v.get(key).and_then(Value::as_bool).unwrap_or(default)
+}
+
+/// The index a name table gives `name`; the error calls it a `what`.
+pub(crate) fn lookup(table: &HashMap<String, usize>, what: &str, name: &str, at: &str) -> LoadResult<usize> {
+    table.get(name).copied().ok_or_else(|| LoadError::bad(at, format!("unknown {what} '{name}'")))
 }
 
 /// Name of an object, for error messages.
@@ -59,7 +72,7 @@ pub(crate) fn name_of(v: &Value) -> String {
 
 /// Parses a bmv2 hexstr ("0x0800", "-0x1", "0xabc") into (negative, bytes
 /// big-endian, odd hex digits left-padded).
-pub(crate) fn hexstr_bytes(s: &str, at: &str) -> R<(bool, Vec<u8>)> {
+pub(crate) fn hexstr_bytes(s: &str, at: &str) -> LoadResult<(bool, Vec<u8>)> {
     let (neg, rest) = match s.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, s),
@@ -95,27 +108,10 @@ fn hexval(c: u8) -> Option<u8> {
     }
 }
 
-/// Big-endian bytes to u128; None if the value needs more than 128 bits.
-pub(crate) fn bytes_to_u128(b: &[u8]) -> Option<u128> {
-    let mut v: u128 = 0;
-    let mut seen = 0usize;
-    for &x in b {
-        if seen == 0 && x == 0 {
-            continue;
-        }
-        seen += 1;
-        if seen > 16 {
-            return None;
-        }
-        v = (v << 8) | x as u128;
-    }
-    Some(v)
-}
-
 /// A hexstr as an expression constant: the value (two's complement in
 /// i128) and whether it is a non-negative value of 2^127 or more ("wide",
 /// to be compared as unsigned).
-pub(crate) fn hexstr_value(s: &str, at: &str) -> R<(i128, bool)> {
+pub(crate) fn hexstr_value(s: &str, at: &str) -> LoadResult<(i128, bool)> {
     let (neg, bytes) = hexstr_bytes(s, at)?;
     let mag = bytes_to_u128(&bytes).ok_or_else(|| {
         LoadError::unsupported(at, format!("constant {s} is wider than 128 bits"))
@@ -131,7 +127,7 @@ pub(crate) fn hexstr_value(s: &str, at: &str) -> R<(i128, bool)> {
 }
 
 /// A non-negative hexstr as u128.
-pub(crate) fn hexstr_u128(s: &str, at: &str) -> R<u128> {
+pub(crate) fn hexstr_u128(s: &str, at: &str) -> LoadResult<u128> {
     let (neg, bytes) = hexstr_bytes(s, at)?;
     if neg {
         return Err(LoadError::bad(at, format!("negative value {s} not allowed here")));
@@ -142,7 +138,7 @@ pub(crate) fn hexstr_u128(s: &str, at: &str) -> R<u128> {
 
 /// The `value` of a `{"type": "hexstr", "value": ...}` object, or a bare
 /// string / integer.
-pub(crate) fn hex_or_int(v: &Value, at: &str) -> R<u128> {
+pub(crate) fn hex_or_int(v: &Value, at: &str) -> LoadResult<u128> {
     match v {
         Value::String(s) => hexstr_u128(s, at),
         Value::Number(n) => n
