@@ -68,7 +68,7 @@ def command(a: Agent, ip, out: Path, start_unix_ns: int) -> list[str]:
     kernel = a.datapath == "kernel"
     args = ["gen", "--datapath", "tcp" if kernel else "udp", "--cc", a.cc,
             "--start-at-unix-ns", str(start_unix_ns), "--flow-id-base", str(a.flow_id_base),
-            "--seed", str(a.seed), "--out", str(out)]
+            "--seed", str(a.seed), "--out", str(out), "--rtt-every", str(a.rtt_every)]
     if not kernel:
         args += [x for k, v in a.cc_params.items() for x in ("--cc-param", f"{k}={v}")]
         if a.line_rate_bps:

@@ -3,11 +3,15 @@ topology and its agents, receivers, long-flow senders. Composition, not
 inheritance: a definition calls these and stays a declaration."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from p4cc_topo import Topology
 from p4cc_topo.plan import (Agent, ArmPlan, FlowWindow, Measure, PortRef, Workload,
                             collector_agent, switch_configs)
 
 KERNEL_CCS = {"reno", "cubic", "bbr"}
+#: Postcards and RTT samples: every packet up to this rate, thinned above.
+RATE_PER_SAMPLE_BPS = 100e6
 
 LABELS = {"timely": "TIMELY", "oracle-timely": "oracle TIMELY", "vegas": "Vegas",
           "dctcp": "DCTCP", "cubic": "Cubic", "reno": "Reno", "pcc": "PCC Allegro",
@@ -18,14 +22,35 @@ def cc_label(cc: str) -> str:
     return LABELS.get(cc, cc)
 
 
+def postcard_sampling(rate_bps: float, asked: int = 0) -> int:
+    """Postcards per packet: every packet up to 100 Mb/s, 1 in ~rate/100 Mb/s
+    above (the collector's pace, and what analysis reads at paper scale).
+    The switch samples by counting packets: an odd N, so a strict
+    alternation of data and ACKs (as in virtual time) cannot alias onto the
+    ACKs only."""
+    n = asked or max(1, round(rate_bps / RATE_PER_SAMPLE_BPS))
+    return n + 1 if n > 1 and n % 2 == 0 else n
+
+
 def arm(name: str, label: str, topo: Topology, agents: list[Agent], duration_s: float,
         warmup_s: float, queue: PortRef | None = None, settings: dict | None = None,
-        postcard_one_in_n: int = 1, events=()) -> ArmPlan:
+        postcard_one_in_n: int | None = None, events=()) -> ArmPlan:
     """An arm on ``topo``: the switches configured from it, a postcard
     collector (when the topology has one) started first, the counters and
-    postcards of ``queue`` (the bottleneck) measured."""
-    configs = switch_configs(topo, postcard_one_in_n)
+    postcards of ``queue`` (the bottleneck) measured. Postcards and RTT
+    samples are thinned by the bottleneck's rate (the fastest link's without
+    one) unless asked: the traffic is what the bottleneck carries."""
+    rate = max((l.rate_bps or 0 for l in topo.links), default=0)
+    if queue:
+        link = next(l for p, l in topo.switch_links(queue.switch) if p == queue.port)
+        rate = link.rate_bps or rate
+    configs = switch_configs(topo, postcard_one_in_n or postcard_sampling(rate))
     sid = topo.switches[queue.switch].id if queue else None
+    # One RTT sample per ~100 Mb/s: rtt.csv stays readable at paper scale (a
+    # row per ACK at 10 Gb/s is a million a second).
+    every = max(1, round(rate / RATE_PER_SAMPLE_BPS))
+    agents = [replace(a, rtt_every=every) if a.role == "sender" and a.rtt_every == 1 else a
+              for a in agents]
     return ArmPlan(name=name, label=label, topology=topo.to_dict(numeric=True),
                    switches=configs, agents=tuple(collector_agent(topo) + list(agents)),
                    duration_s=float(duration_s), warmup_s=float(warmup_s),

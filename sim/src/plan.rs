@@ -123,6 +123,12 @@ pub struct Agent {
     pub line_rate_bps: Option<u64>,
     pub init_cwnd_pkts: Option<u32>,
     pub out: String,
+    #[serde(default = "one")]
+    pub rtt_every: u64,
+}
+
+fn one() -> u64 {
+    1
 }
 
 impl Agent {

@@ -282,6 +282,7 @@ class Agent:
     line_rate_bps: int | None = None  #: the bottleneck rate the algorithm is told
     init_cwnd_pkts: int | None = None
     out: str = ""                     #: folder in the arm's results (default: the host)
+    rtt_every: int = 1                #: senders log one RTT sample in this many (rtt.csv)
 
     @property
     def folder(self) -> str:

@@ -24,12 +24,8 @@ def dumbbell(p: dict, n: int):
 
 
 def postcard_sampling(p: dict) -> int:
-    """1 postcard per packet up to 100 Mbps, fewer above (the collector's
-    pace). The switch samples by counting packets: an odd N, so a strict
-    alternation of data and ACKs (as in virtual time) cannot alias onto
-    the ACKs only."""
-    n = p["sample"] or max(1, round(p["rate"] / 100e6))
-    return n + 1 if n > 1 and n % 2 == 0 else n
+    """The experiment's `sample`, else blocks' rule for its rate."""
+    return blocks.postcard_sampling(p["rate"], p["sample"])
 
 
 class DctcpQueue(Experiment):

@@ -17,7 +17,6 @@ from ..params import Param, rate_bps, seconds, str_list
 from ..stats import jain_index, mean
 from ..verdicts import RATE, verdict
 from .dctcp_convergence import join_leave_plot
-from .dctcp_queue import postcard_sampling
 
 KERNEL = {"cubic", "reno"}
 
@@ -107,7 +106,7 @@ class PccConvergence(Experiment):
             out.append(blocks.arm(cc, f"{cc_label(cc)} ({'kernel TCP' if dp == 'kernel' else 'p4cc transport'})",
                                   topo, agents, (2 * n - 1) * iv, p["warmup"], shared,
                                   {"cc": cc, "datapath": dp},
-                                  postcard_sampling({**p, "sample": 0})))
+                                  blocks.postcard_sampling(p["rate"])))
         return out
 
     def analyse(self, p, results):
