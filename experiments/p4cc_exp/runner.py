@@ -154,11 +154,18 @@ class _ArmProgress:
         self._p, self._arm = progress, arm
         self._started = False
 
-    def sleep(self, seconds: float, alive=None) -> None:
+    def _start(self) -> None:
         if not self._started:
             self._p.phase(self._arm.label, arm_seconds(self._arm))
             self._started = True
+
+    def sleep(self, seconds: float, alive=None) -> None:
+        self._start()
         self._p.sleep(seconds, alive)
+
+    def simulated(self, *args) -> None:
+        self._start()
+        self._p.simulated(*args)
 
     def __getattr__(self, name):
         return getattr(self._p, name)

@@ -46,6 +46,17 @@ def test_same_plan_same_seed_byte_identical(tmp_path, sim_bin):
     assert a.exists() and b.exists()
 
 
+def test_progress_names_the_arm_being_simulated():
+    import io
+    from p4cc_exp.progress import Progress
+    from p4cc_exp.runner import _ArmProgress
+    arm = make_plan(get("dctcp-queue"), ["datapaths=user"]).arms[0]
+    out = io.StringIO()
+    _ArmProgress(Progress(100, stream=out), arm).simulated(0.5, 2.0, 1e6, 1.0)
+    last = out.getvalue().strip().splitlines()[-1]
+    assert last.startswith(f"[p4cc] {arm.label}: simulated 0.500 of 2.000 s"), last
+
+
 def test_a_different_seed_gives_a_different_run(tmp_path, sim_bin):
     # Random loss is what the seed steers (the switch's loss draws).
     over = ["duration=2", "warmup=0.3", "losses=0.02", "protocols=cubic"]
