@@ -63,6 +63,7 @@ bench: setup
 	P4CC_PYTHON=$(PWD)/$(PY) bash switch/bench/bench.sh
 	bash hosts/bench/veth_bench.sh
 	$(PY) sim/bench/bench.py
+	$(PY) experiments/bench/fidelity_bench.py
 
 clean:
 	@if [ -x $(P4CC) ]; then $(P4CC) clean; else echo "nothing to clean (p4cc not set up)"; fi

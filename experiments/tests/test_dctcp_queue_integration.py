@@ -39,11 +39,17 @@ def test_dctcp_queue_small_from_an_unregistered_kernel(tmp_path, no_bpf_dctcp):
     assert len(verdicts) == 8 and sum(summary["counts"].values()) == 8, summary["counts"]
     # The paper's headline on both datapaths: DCTCP and TCP at line rate,
     # TCP's queue at the buffer. (The §3.3 band is judged too; at the seed's
-    # tiny C·RTT it is a finding, not asserted here.)
+    # tiny C·RTT it is a finding, not asserted here.) The measured value must
+    # meet the paper's on every arm; a verdict the fidelity monitor voided
+    # (this machine fell behind, docs/fidelity.md) is accepted with its
+    # reason — how often that happens is a benchmark figure (make bench).
     for d in ("kernel", "user"):
         for name in (f"{d}: DCTCP keeps the link busy", f"{d}: cubic keeps the link busy",
                      f"{d}: cubic's queue reaches the buffer"):
-            assert verdicts[name]["status"] == "pass", \
-                f"{name}: {verdicts[name]}\nsummary: {json.dumps(summary['summary'], indent=1)}"
+            v = verdicts[name]
+            why = f"{name}: {v}\nsummary: {json.dumps(summary['summary'], indent=1)}"
+            assert v["ok"] is True, why
+            assert v["status"] == "pass" or (
+                v["status"] == "void" and v["reason"].startswith("emulation lagged")), why
     assert report.exists() and (tmp_path / "run" / "queue_cdf.png").exists()
     assert (tmp_path / "run" / "params.json").exists() and (tmp_path / "run" / "plan.json").exists()
