@@ -254,17 +254,25 @@ class CcOps:
 
     async def apply_port(self, cfg, loss_in: str = "target") -> dict:
         """One PortConfig: K (or none), the link model through the target,
-        and random loss in the target's link model or the P4 port_loss table."""
+        and random loss in the target's link model or the P4 port_loss table.
+        A target whose ports are shaped outside P4Runtime (Tofino: Stratum's
+        chassis config) takes loss in the P4 table and reports the rest of
+        the link model as not applied, instead of failing half-way."""
         done: dict = {}
         if cfg.ecn_k_pkts is None:
             done["k"] = await self.clear_k(cfg.port)
         else:
             done["k"] = await self.set_k(cfg.port, cfg.ecn_k_pkts, "packets")
         knobs = cfg.link_model()
-        if loss_in == "p4":
-            done["loss"] = await self.set_loss(cfg.port, knobs.pop("loss"))
+        if loss_in == "p4" or not self.target.shapes_ports:
+            done["loss"] = await self.set_loss(cfg.port, knobs.pop("loss", 0.0) or 0.0)
         if any(knobs.get(k) for k in knobs):
-            done["link"] = await self.set_queue(cfg.port, **knobs)
+            if self.target.shapes_ports:
+                done["link"] = await self.set_queue(cfg.port, **knobs)
+            else:
+                done["link_not_applied"] = self.target.problems(knobs)
+                log.warning("%s port %s: %s", self.sw.addr, cfg.port,
+                            "; ".join(done["link_not_applied"]))
         return done
 
     async def apply_switch(self, cfg) -> dict:

@@ -427,8 +427,10 @@ class TofinoTarget(Target):
 
     @classmethod
     def problems(cls, settings: dict, **facts) -> List[str]:
+        # Random loss is the program's port_loss table; the rest is the
+        # chassis config's.
         return [f"{k}={v} (Tofino port shaping is Stratum's chassis config, see docs/tofino.md)"
-                for k, v in settings.items() if v]
+                for k, v in settings.items() if v and k != "loss"]
 
     def default_p4info(self) -> Optional[str]:
         from .tofino import committed_p4info

@@ -13,11 +13,28 @@ def _rows(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+#: Bytes of a Tofino queue cell (constants.p4 DEPTH_UNIT_CELLS80).
+CELL_BYTES = 80
+
+
+def depth_in_packets(depth: int, unit: str, mtu: int = 1500) -> float:
+    """A queue depth the collector wrote in `unit` (its depth_unit column:
+    packets, or cells80 from a Tofino), in MTU-sized packets: a 1500-byte
+    packet takes ceil(1500 / 80) = 19 cells (the controller converts K the
+    same way, so depths and K compare)."""
+    if unit in ("", "packets"):
+        return depth
+    if unit == "cells80":
+        return depth / -(-mtu // CELL_BYTES)
+    raise ValueError(f"unknown depth unit {unit!r}")
+
+
 def postcards(path: Path, egress_port: int | None = None,
-              switch_id: int | None = None) -> list[dict]:
+              switch_id: int | None = None, mtu: int = 1500) -> list[dict]:
     """Collector rows (queue reports), optionally of one egress port (of
     one switch, with several reporting), as numbers: t (unix s), depth,
-    deq_depth, qdelay_us, ecn, len."""
+    deq_depth (packets: Tofino's cells converted at `mtu`), depth_raw and
+    depth_unit (as the switch reported), qdelay_us, ecn, len."""
     out = []
     for r in _rows(path):
         try:
@@ -26,8 +43,13 @@ def postcards(path: Path, egress_port: int | None = None,
                 continue
             if switch_id is not None and int(r["switch_id"]) != switch_id:
                 continue
+            # Files written before the collector named the unit are packets.
+            unit = r.get("depth_unit") or "packets"
+            raw, deq = int(r["enq_qdepth"]), int(r["deq_qdepth"])
             out.append({"t": int(r["recv_unix_ns"]) / 1e9, "port": port,
-                        "depth": int(r["enq_qdepth"]), "deq_depth": int(r["deq_qdepth"]),
+                        "depth": depth_in_packets(raw, unit, mtu),
+                        "deq_depth": depth_in_packets(deq, unit, mtu),
+                        "depth_raw": raw, "depth_unit": unit,
                         "qdelay_us": int(r["qdelay_us"]), "ecn": int(r["ecn"]),
                         "len": int(r["len"]), "src": r["src"], "dst": r["dst"]})
         except (KeyError, ValueError):
