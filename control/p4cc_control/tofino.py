@@ -95,22 +95,14 @@ class BfPipelineConfig:
         fields in any order, pipe_scope packed or not)."""
         cfg = cls("", b"", [])
         for num, wire, val in _fields(data, "BfPipelineConfig"):
-            if num == 1 and wire == 2:
-                cfg.p4_name = val.decode("utf-8")
-            elif num == 2 and wire == 2:
-                cfg.bfruntime_info = val
-            elif num == 3 and wire == 2:
+            if not _set_field(cfg, _CONFIG_FIELDS, num, wire, val) and (num, wire) == (3, 2):
                 p = Profile("", b"", b"", [])
                 for n, w, v in _fields(val, "BfPipelineConfig.Profile"):
-                    if n == 1 and w == 2:
-                        p.profile_name = v.decode("utf-8")
-                    elif n == 2 and w == 2:
-                        p.context = v
-                    elif n == 3 and w == 2:
-                        p.binary = v
-                    elif n == 4 and w == 0:
+                    if _set_field(p, _PROFILE_FIELDS, n, w, v) or n != 4:
+                        continue
+                    if w == 0:
                         p.pipe_scope.append(v)
-                    elif n == 4 and w == 2:
+                    elif w == 2:  # packed
                         pos = 0
                         while pos < len(v):
                             s, pos = _read_varint(v, pos, "pipe_scope")
@@ -123,6 +115,21 @@ class BfPipelineConfig:
                 "profiles": [{"profile_name": p.profile_name, "pipe_scope": p.pipe_scope,
                               "context_bytes": len(p.context), "binary_bytes": len(p.binary)}
                              for p in self.profiles]}
+
+
+#: The length-delimited scalar fields: number -> (attribute, is text).
+_CONFIG_FIELDS = {1: ("p4_name", True), 2: ("bfruntime_info", False)}
+_PROFILE_FIELDS = {1: ("profile_name", True), 2: ("context", False), 3: ("binary", False)}
+
+
+def _set_field(obj, spec: dict, num: int, wire: int, val) -> bool:
+    """Sets a string/bytes field of `obj` named in `spec`; False if `num`
+    is not one of them."""
+    if num not in spec or wire != 2:
+        return False
+    name, text = spec[num]
+    setattr(obj, name, val.decode("utf-8") if text else val)
+    return True
 
 
 def _varint(n: int) -> bytes:
