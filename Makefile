@@ -11,7 +11,7 @@ TARGET ?= auto
 ARGS ?=
 
 .PHONY: all setup build run test test-unit test-rust test-python test-ptf \
-        test-integration p4 p4-check p4-tna-check ptf bench clean help mininet
+        test-integration p4 p4-check p4-tna p4-tna-check ptf bench clean help mininet
 
 all: help
 
@@ -21,7 +21,8 @@ help:
 	@echo "make mininet      a programmed P4 network at Mininet's prompt (TOPOLOGY=two_hosts)"
 	@echo "make setup        install what p4cc needs (Debian packages, .venv, Rust builds)"
 	@echo "make p4           recompile p4src/ with p4c (needs p4c-bm2-ss)"
-	@echo "make ptf [TARGET=embedded|bmv2]  the PTF data-plane suite (default: every target present)"
+	@echo "make p4-tna       compile p4src/tna/ with bf-p4c for tofino and tofino2 (docs/tofino.md)"
+	@echo "make ptf [TARGET=embedded|bmv2|tofino]  the PTF data-plane suite (default: every target present)"
 	@echo "make bench        benchmarks that print figures (switch and hosts)"
 	@echo "make clean        remove anything a killed run left behind (netns, links, processes)"
 
@@ -43,6 +44,10 @@ p4:
 p4-check:
 	@python3 tools/p4build.py check
 
+# bf-p4c's output goes to build/tofino/CHIP/; the P4Info to p4src/build/tofino/.
+p4-tna:
+	@nice python3 tools/p4build.py tna-build
+
 p4-tna-check:
 	@python3 tools/p4build.py tna-check
 
@@ -54,7 +59,8 @@ test: setup
 ptf: setup
 	@if [ "$(TARGET)" = auto ]; then \
 	  $(PY) ptf-tests/run.py --target embedded && \
-	  $(PY) ptf-tests/run.py --target bmv2 --skip-if-absent; \
+	  $(PY) ptf-tests/run.py --target bmv2 --skip-if-absent && \
+	  $(PY) ptf-tests/run.py --target tofino --skip-if-absent; \
 	else \
 	  $(PY) ptf-tests/run.py --target $(TARGET) --skip-if-absent; \
 	fi

@@ -20,6 +20,7 @@ step "rust: simulator"          cargo test --release --manifest-path sim/Cargo.t
 step "python: unit + integration" .venv/bin/python -m pytest -q
 step "ptf: embedded target"     .venv/bin/python ptf-tests/run.py --target embedded
 step "ptf: bmv2"                .venv/bin/python ptf-tests/run.py --target bmv2 --skip-if-absent
+step "ptf: tofino-model"        .venv/bin/python ptf-tests/run.py --target tofino --skip-if-absent
 
 echo
 if [ ${#failed[@]} -gt 0 ]; then

@@ -7,8 +7,10 @@ and the compiler's version. `check` fails when a source changed after the
 output was generated, or when the output was edited by hand; when p4c is
 installed it also recompiles and compares byte for byte.
 
-    tools/p4build.py build   # make p4
-    tools/p4build.py check   # make p4-check (run by make test)
+    tools/p4build.py build      # make p4
+    tools/p4build.py check      # make p4-check (run by make test)
+    tools/p4build.py tna-build  # make p4-tna: bf-p4c for tofino and tofino2
+    tools/p4build.py tna-check  # make p4-tna-check (run by make test)
 """
 from __future__ import annotations
 
@@ -39,9 +41,9 @@ HOW_TO_GET_P4C = (
     "Nothing else in p4cc needs p4c: the committed p4src/build/ is used.")
 
 
-def source_files() -> list[Path]:
+def source_files(dirs: list[str] = SOURCES) -> list[Path]:
     files: list[Path] = []
-    for d in SOURCES:
+    for d in dirs:
         files += sorted(p for p in (ROOT / d).rglob("*.p4") if p.is_file())
     return files
 
@@ -50,8 +52,26 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def sources_digest() -> dict[str, str]:
-    return {str(p.relative_to(ROOT)): sha256(p.read_bytes()) for p in source_files()}
+def sources_digest(dirs: list[str] = SOURCES) -> dict[str, str]:
+    return {str(p.relative_to(ROOT)): sha256(p.read_bytes()) for p in source_files(dirs)}
+
+
+def stale(stamp: dict, dirs: list[str], outdir: Path, rerun: str) -> list[str]:
+    """What changed since `stamp` was written: sources of `dirs`, and the
+    outputs in `outdir` (edited by hand)."""
+    rel = outdir.relative_to(ROOT)
+    problems = []
+    now = sources_digest(dirs)
+    for path in sorted(set(now) | set(stamp["sources"])):
+        if now.get(path) != stamp["sources"].get(path):
+            what = "added" if path not in stamp["sources"] else (
+                "removed" if path not in now else "changed")
+            problems.append(f"{path} {what} since {rel}/ was generated ({rerun})")
+    for o, digest in stamp["outputs"].items():
+        q = outdir / o
+        if not q.exists() or sha256(q.read_bytes()) != digest:
+            problems.append(f"{rel}/{o} differs from what the compiler wrote (edited by hand?)")
+    return problems
 
 
 def find_p4c() -> str | None:
@@ -119,17 +139,7 @@ def check(args: argparse.Namespace) -> int:
         print(f"stale: {STAMP.relative_to(ROOT)} missing; run `make p4`", file=sys.stderr)
         return 1
     stamp = json.loads(STAMP.read_text())
-    problems = []
-    now = sources_digest()
-    for path in sorted(set(now) | set(stamp["sources"])):
-        if now.get(path) != stamp["sources"].get(path):
-            what = "added" if path not in stamp["sources"] else (
-                "removed" if path not in now else "changed")
-            problems.append(f"{path} {what} since p4src/build/ was generated")
-    for o, digest in stamp["outputs"].items():
-        p = BUILD / o
-        if not p.exists() or sha256(p.read_bytes()) != digest:
-            problems.append(f"p4src/build/{o} differs from what p4c wrote (edited by hand?)")
+    problems = stale(stamp, SOURCES, BUILD, "make p4")
     p4c = find_p4c()
     if p4c and not problems:
         with tempfile.TemporaryDirectory() as tmp:
@@ -151,26 +161,221 @@ def check(args: argparse.Namespace) -> int:
 
 
 TNA_PROGRAM = "p4src/tna/cc_switch.p4"
+TNA_SOURCES = ["p4src/include", "p4src/tna"]
+TNA_BUILD = BUILD / "tofino"
+TNA_STAMP = TNA_BUILD / "cc_switch.tna.stamp.json"
+#: chip -> bf-p4c --arch
+TNA_CHIPS = {"tofino": "tna", "tofino2": "t2na"}
+#: Where bf-p4c's whole output goes (not committed: binaries, big JSON).
+TNA_OUT = ROOT / "build" / "tofino"
+HOW_TO_GET_BF_P4C = (
+    "bf-p4c not found: it is looked for as $BF_P4C, in $SDE_INSTALL/bin, /opt/bf-p4c/bin "
+    "and on PATH. It is the Tofino backend of p4lang/p4c (backends/tofino, "
+    "-DENABLE_TOFINO=ON) or the SDE's compiler; docs/tofino.md says how to build it. "
+    "Nothing else in p4cc needs it: the Tofino P4Info is committed in p4src/build/tofino/.")
+
+#: Warnings bf-p4c prints for this program that are understood, each with
+#: the reason it is harmless (also in docs/tofino.md). Any other warning
+#: fails `make p4-tna`.
+TNA_EXPLAINED_WARNINGS: list[tuple[str, str]] = [
+]
+
+
+def tna_outputs(chip: str) -> list[str]:
+    return [f"cc_switch.{chip}.p4info.txtpb", f"cc_switch.{chip}.p4info.bin",
+            f"cc_switch.{chip}.resources.json"]
+
+
+def find_bf_p4c() -> str | None:
+    if os.environ.get("BF_P4C"):
+        return os.environ["BF_P4C"]
+    for d in (os.environ.get("SDE_INSTALL", ""), "/opt/bf-p4c"):
+        if d and os.access(Path(d) / "bin" / "bf-p4c", os.X_OK):
+            return str(Path(d) / "bin" / "bf-p4c")
+    return shutil.which("bf-p4c")
+
+
+def find_tna_include() -> str | None:
+    """A folder holding tna.p4: $P4CC_TNA_INCLUDE, else the installed
+    compiler's (SDE or /opt/bf-p4c)."""
+    cands = [os.environ.get("P4CC_TNA_INCLUDE", "")]
+    bf = find_bf_p4c()
+    if bf:
+        cands.append(str(Path(bf).resolve().parent.parent / "share" / "p4c" / "p4include"))
+    for d in (os.environ.get("SDE_INSTALL", ""), "/opt/bf-p4c"):
+        if d:
+            cands.append(str(Path(d) / "share" / "p4c" / "p4include"))
+    for c in cands:
+        if c and (Path(c) / "tna.p4").exists():
+            return c
+    return None
+
+
+def bf_p4c_version(bf: str) -> str:
+    out = subprocess.run([bf, "--version"], capture_output=True, text=True)
+    text = (out.stdout + out.stderr).strip().splitlines()
+    return text[0].strip() if text else "unknown"
+
+
+def bf_p4c_commit(bf: str) -> str:
+    """The p4c commit the compiler was built from, when it says (the
+    BUILD-REPORT of this machine's build names it too)."""
+    for line in subprocess.run([bf, "--version"], capture_output=True,
+                               text=True).stdout.splitlines():
+        if "SHA" in line or "commit" in line.lower():
+            return line.strip()
+    return os.environ.get("P4CC_BF_P4C_COMMIT", "unknown")
+
+
+def tna_compile(bf: str, chip: str, outdir: Path) -> tuple[list[str], str, float]:
+    """bf-p4c for one chip into outdir; (display command, stderr, seconds)."""
+    import time
+
+    if outdir.exists():
+        shutil.rmtree(outdir)
+    outdir.mkdir(parents=True)
+    info_txt, info_bin = outdir / "cc_switch.p4info.txtpb", outdir / "cc_switch.p4info.bin"
+    cmd = [bf, "--std", "p4-16", "--target", chip, "--arch", TNA_CHIPS[chip],
+           "-o", str(outdir), "--p4runtime-files", f"{info_txt},{info_bin}",
+           "--p4runtime-force-std-externs", TNA_PROGRAM]
+    t0 = time.monotonic()
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    secs = time.monotonic() - t0
+    if res.returncode != 0:
+        sys.exit(f"bf-p4c failed for {chip} ({res.returncode}):\n{res.stderr}{res.stdout[-3000:]}")
+    display = ["bf-p4c"] + [c.replace(str(ROOT) + "/", "") for c in cmd[1:]]
+    return display, res.stderr + res.stdout, secs
+
+
+def tna_warnings(output: str) -> tuple[list[str], list[str]]:
+    """(explained, unexplained) warning lines of a bf-p4c run."""
+    import re
+
+    lines = [l.strip() for l in output.splitlines() if re.search(r"\bwarning\b", l, re.I)]
+    explained, unexplained = [], []
+    for line in lines:
+        hit = next((why for pat, why in TNA_EXPLAINED_WARNINGS if re.search(pat, line)), None)
+        (explained if hit else unexplained).append(line if not hit else f"{line} -- {hit}")
+    return explained, unexplained
+
+
+def tna_resources(outdir: Path) -> dict:
+    """Stages and per-stage resource use, from bf-p4c's resources.json
+    (<out>/pipe/logs/resources.json)."""
+    found = sorted(outdir.rglob("resources.json"))
+    if not found:
+        return {"error": "bf-p4c wrote no resources.json"}
+    res = json.loads(found[0].read_text())
+    r = res.get("resources", res)
+    out: dict = {"source": str(found[0].relative_to(outdir))}
+    mau = r.get("mau", {})
+    stages = mau.get("mau_stages") or mau.get("stages") or []
+    out["stages_available"] = mau.get("nStages") or len(stages) or None
+    used = []
+    for st in stages:
+        n = st.get("stage_number", st.get("stage"))
+        parts = {k: v for k, v in st.items() if k != "stage_number"}
+        if any(v for v in parts.values() if isinstance(v, (list, dict))):
+            used.append(n)
+    out["mau"] = mau
+    out["parser"] = r.get("parser")
+    out["phv"] = r.get("phv")
+    return out
+
+
+def add_tna_p4info_header(path: Path, compiler: str, chip: str) -> None:
+    path.write_text(f"# Generated by {compiler} from {TNA_PROGRAM} for {chip}; do not edit.\n"
+                    "# Regenerate with `make p4-tna` (tools/p4build.py tna-build).\n"
+                    + path.read_text())
+
+
+def tna_build(args: argparse.Namespace) -> int:
+    bf = find_bf_p4c()
+    if not bf:
+        print(HOW_TO_GET_BF_P4C, file=sys.stderr)
+        return 2
+    version = bf_p4c_version(bf)
+    TNA_BUILD.mkdir(parents=True, exist_ok=True)
+    stamp = {"generated_by": version, "compiler": bf, "p4c": bf_p4c_commit(bf),
+             "program": TNA_PROGRAM, "chips": {}, "sources": sources_digest(TNA_SOURCES),
+             "note": "Generated by tools/p4build.py tna-build (make p4-tna); checked by "
+                     "make p4-check. bf-p4c's whole output is in build/tofino/<chip>/ "
+                     "(not committed)."}
+    outputs = {}
+    for chip in TNA_CHIPS:
+        out = TNA_OUT / chip
+        cmd, output, secs = tna_compile(bf, chip, out)
+        explained, unexplained = tna_warnings(output)
+        if unexplained:
+            print(output, file=sys.stderr)
+            print(f"bf-p4c printed warnings for {chip} that tools/p4build.py "
+                  f"TNA_EXPLAINED_WARNINGS does not explain:\n  " + "\n  ".join(unexplained),
+                  file=sys.stderr)
+            if not args.allow_warnings:
+                return 1
+        txt, binp = TNA_BUILD / f"cc_switch.{chip}.p4info.txtpb", TNA_BUILD / f"cc_switch.{chip}.p4info.bin"
+        shutil.copyfile(out / "cc_switch.p4info.txtpb", txt)
+        shutil.copyfile(out / "cc_switch.p4info.bin", binp)
+        add_tna_p4info_header(txt, version, chip)
+        res = tna_resources(out)
+        res_path = TNA_BUILD / f"cc_switch.{chip}.resources.json"
+        res_path.write_text(json.dumps({"generated_by": version, "chip": chip, **res},
+                                       indent=1, sort_keys=True) + "\n")
+        stamp["chips"][chip] = {"command": " ".join(cmd), "compile_seconds": round(secs, 1),
+                                "warnings_explained": explained}
+        for o in tna_outputs(chip):
+            outputs[o] = sha256((TNA_BUILD / o).read_bytes())
+        print(f"compiled {TNA_PROGRAM} for {chip} with {version} in {secs:.0f} s -> "
+              f"{out.relative_to(ROOT)}/ (P4Info in {TNA_BUILD.relative_to(ROOT)}/)")
+    stamp["outputs"] = outputs
+    TNA_STAMP.write_text(json.dumps(stamp, indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+def tna_fresh() -> list[str]:
+    """Problems with the committed Tofino P4Info (no compiler needed)."""
+    rel = TNA_BUILD.relative_to(ROOT)
+    if not TNA_STAMP.exists():
+        return [f"{rel}/{TNA_STAMP.name} missing; run `make p4-tna` (needs bf-p4c)"]
+    stamp = json.loads(TNA_STAMP.read_text())
+    problems = stale(stamp, TNA_SOURCES, TNA_BUILD, "make p4-tna")
+    for chip in TNA_CHIPS:
+        for o in tna_outputs(chip):
+            if o not in stamp["outputs"]:
+                problems.append(f"{rel}/{o} is not in the stamp (make p4-tna)")
+    return problems
 
 
 def tna_check(args: argparse.Namespace) -> int:
     """Type-check the Tofino program with p4test and the TNA include files
-    (catches type errors, not hardware limits: only bf-p4c does that)."""
-    include = os.environ.get("P4CC_TNA_INCLUDE")
+    (catches type errors, not hardware limits: only bf-p4c does that), and
+    check that the committed Tofino P4Info is fresh."""
+    failed = False
+    include = find_tna_include()
     p4test = shutil.which("p4test")
-    if not include or not (Path(include) / "tna.p4").exists() or not p4test:
-        print("SKIPPED tna check: needs p4test on PATH and P4CC_TNA_INCLUDE=<dir with tna.p4> "
-              "(the p4include folder of p4c's backends/tofino, or the SDE's)")
-        return 0
-    for target in (1, 2):
-        res = subprocess.run([p4test, "--std", "p4-16", "-I", include,
-                              f"-D__TARGET_TOFINO__={target}", TNA_PROGRAM],
-                             cwd=ROOT, capture_output=True, text=True)
-        if res.returncode != 0 or res.stderr.strip():
-            print(f"{TNA_PROGRAM} (tofino{target}):\n{res.stderr}", file=sys.stderr)
-            return 1
-    print(f"{TNA_PROGRAM} type-checks for tofino and tofino2 (p4test)")
-    return 0
+    if not include or not p4test:
+        print("SKIPPED tna type-check: needs p4test on PATH and the TNA include files "
+              "(P4CC_TNA_INCLUDE=<dir with tna.p4>: the p4include folder of p4c's "
+              "backends/tofino, or an installed bf-p4c's)")
+    else:
+        for target in (1, 2):
+            res = subprocess.run([p4test, "--std", "p4-16", "-I", include,
+                                  f"-D__TARGET_TOFINO__={target}", TNA_PROGRAM],
+                                 cwd=ROOT, capture_output=True, text=True)
+            if res.returncode != 0 or res.stderr.strip():
+                print(f"{TNA_PROGRAM} (tofino{target if target == 2 else ''}):\n{res.stderr}",
+                      file=sys.stderr)
+                failed = True
+        if not failed:
+            print(f"{TNA_PROGRAM} type-checks for tofino and tofino2 (p4test)")
+    problems = tna_fresh()
+    if problems:
+        for q in problems:
+            print(f"stale: {q}", file=sys.stderr)
+        failed = True
+    else:
+        print(f"{TNA_BUILD.relative_to(ROOT)}/ is up to date with its sources")
+    return 1 if failed else 0
 
 
 def main() -> int:
@@ -179,9 +384,14 @@ def main() -> int:
     b = sub.add_parser("build", help="compile with p4c into p4src/build/")
     b.add_argument("--allow-warnings", action="store_true")
     sub.add_parser("check", help="fail when p4src/build/ is stale")
-    sub.add_parser("tna-check", help="type-check the Tofino program with p4test")
+    sub.add_parser("tna-check", help="type-check the Tofino program with p4test; fail when "
+                                     "p4src/build/tofino/ is stale")
+    tb = sub.add_parser("tna-build", help="compile the Tofino program with bf-p4c for tofino "
+                                          "and tofino2; commit p4src/build/tofino/")
+    tb.add_argument("--allow-warnings", action="store_true")
     args = ap.parse_args()
-    return {"build": build, "check": check, "tna-check": tna_check}[args.cmd](args)
+    return {"build": build, "check": check, "tna-check": tna_check,
+            "tna-build": tna_build}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,9 @@ examples:
   {PROG} watch --interval 1                     # live per-port rates
   {PROG} --target embedded queue 2 --rate 100M --delay-us 250 --depth 120
   {PROG} --target bmv2 queue 2 --rate-pps 8000 --depth 64
+  {PROG} --target tofino --addr SWITCH:9559 push  # Stratum: TNA P4Info + bf-p4c output
+  {PROG} --target tofino --chip tofino2 --device-config out/ push
+  {PROG} --target tofino set-k 132 20             # K = 20 packets = 380 cells on device port 132
   {PROG} --json counters | jq .
 
 exit codes: 0 ok, 1 other error, 2 usage, 3 switch unreachable,
@@ -121,10 +124,15 @@ def _add_globals(p, suppress: bool):
                    help="switch kind: queue units and knobs (default auto: the running lab's, "
                         "else embedded; env P4CC_TARGET)")
     p.add_argument("--p4info", default=d(None),
-                   help="binary P4Info (default p4src/build/cc_switch.p4info.bin, env P4CC_P4INFO)")
-    p.add_argument("--bmv2-json", default=d(None),
-                   help="bmv2 JSON pushed as device config (default p4src/build/cc_switch.json, "
-                        "env P4CC_BMV2_JSON)")
+                   help="binary P4Info (default p4src/build/cc_switch.p4info.bin; --target "
+                        "tofino: p4src/build/tofino/cc_switch.CHIP.p4info.bin; env P4CC_P4INFO)")
+    p.add_argument("--device-config", "--bmv2-json", dest="device_config", default=d(None),
+                   help="what a push installs: the bmv2 JSON (default p4src/build/cc_switch.json, "
+                        "env P4CC_BMV2_JSON); --target tofino: bf-p4c's output folder or .conf "
+                        "(packed into Stratum's BfPipelineConfig) or a packed .pb.bin "
+                        "(default build/tofino/CHIP, from make p4-tna)")
+    p.add_argument("--chip", choices=["tofino", "tofino2"], default=d(None),
+                   help="--target tofino: the chip (default tofino, env P4CC_TOFINO_CHIP)")
     p.add_argument("--json", action="store_true", default=d(False), help="machine-readable JSON on stdout")
     p.add_argument("--timeout", type=float, default=d(5.0), help="connect deadline, s (default 5)")
     p.add_argument("--thrift-port", type=int, default=d(None), help="bmv2 Thrift port (default 9090)")
@@ -173,9 +181,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--switch-ip", help="source IPv4 of the postcards")
     c.add_argument("--sample", type=int, default=1, help="one postcard per N packets (default 1)")
     c.add_argument("--udp-port", type=int, default=7361, help="collector UDP port (default 7361)")
-    c.add_argument("--truncate", type=int, default=0,
-                   help="clone-session truncation, bytes (default 0 = none: the P4 program "
-                        f"already cuts postcards to {POSTCARD_FRAME_LEN} B; bmv2 accepts only 0)")
+    c.add_argument("--truncate", type=int, default=None,
+                   help="clone-session truncation, bytes (default: the target's: 0 = none on "
+                        f"bmv2/embedded, whose P4 program cuts postcards to {POSTCARD_FRAME_LEN} B "
+                        "itself (bmv2 accepts only 0); on Tofino the mirror header plus the "
+                        "38 bytes a postcard reports on)")
     c.add_argument("--off", action="store_true", help="stop postcards")
 
     c = cmd("switch-id", "set the switch id written in telemetry")
@@ -371,15 +381,22 @@ async def _run(args) -> int:
     if args.target not in ("bmv2", "embedded", "tofino"):
         raise ValueOutOfRange(f"unknown target '{args.target}' (auto, bmv2, embedded, sim, tofino)")
     target = make_target(args.target, thrift_port=args.thrift_port,
-                         admin_addr=args.admin_addr, mtu=args.mtu, port_ifaces=args.port_ifaces)
+                         admin_addr=args.admin_addr, mtu=args.mtu, port_ifaces=args.port_ifaces,
+                         chip=args.chip)
 
     if args.cmd == "queue":  # target knobs only: no P4Runtime session
         return await _queue(args, target)
     if args.cmd in ("route", "apply"):  # a bad plan/topology fails before connecting
         args.cfg = switch_config(args)
 
-    sw = AsyncSwitch(args.addr, args.device_id, args.p4info or default_p4info_path(),
-                     args.bmv2_json or default_device_config_path(),
+    # A target with a program of its own (Tofino) brings its P4Info and
+    # device config, unless given; the environment still overrides.
+    p4info = args.p4info or os.environ.get("P4CC_P4INFO") or target.default_p4info() \
+        or default_p4info_path()
+    args.device_config = (args.device_config or os.environ.get("P4CC_BMV2_JSON")
+                          or target.default_device_config() or default_device_config_path())
+    sw = AsyncSwitch(args.addr, args.device_id, p4info, args.device_config,
+                     device_config_loader=target.load_device_config,
                      election_id=args.election_id, timeout=args.timeout,
                      # Only `watch` outlives a switch restart; one-shot
                      # commands report the failure instead.
@@ -399,7 +416,8 @@ async def _dispatch(args, sw, ops, target) -> int:
         _out(args, {"pushed": True, "p4info": sw.p4info.source, "addr": sw.addr,
                     "device_id": sw.device_id},
              f"pipeline pushed to {sw.addr} (device {sw.device_id}): "
-             f"{os.path.basename(sw.p4info.source)} + {os.path.basename(args.bmv2_json or 'cc_switch.json')}")
+             f"{os.path.basename(sw.p4info.source)} + "
+             f"{os.path.basename(os.path.normpath(args.device_config))}")
     elif c == "info":
         version = await sw.conn.capabilities()
         theirs = await sw.switch_p4info()
@@ -407,9 +425,12 @@ async def _dispatch(args, sw, ops, target) -> int:
                   "matches the local P4Info" if sw.p4info.difference(theirs) is None else
                   f"DIFFERS: {sw.p4info.difference(theirs)}")
         summ = sw.p4info.summary()
+        from .operations import missing_names
+
+        missing = missing_names(sw.p4info)
         data = {"addr": sw.addr, "device_id": sw.device_id, "p4runtime_api": version,
                 "pipeline": status, "p4info": sw.p4info.source, "target": target.describe(),
-                "entities": summ}
+                "entities": summ, "controller_names_missing": missing}
         td = target.describe()
         extra = ", ".join(f"{k} {v}" for k, v in td.items()
                           if k not in ("target", "depth_unit", "mtu") and v)
@@ -424,6 +445,8 @@ async def _dispatch(args, sw, ops, target) -> int:
                                               for n, c_ in summ["counters"].items()))
         lines.append("registers: " + ", ".join(f"{n} (bit<{r['bitwidth']}> x{r['size']})"
                                                for n, r in summ["registers"].items()))
+        lines.append("controller names: " + ("all resolve" if not missing else
+                                             "MISSING: " + "; ".join(missing)))
         _out(args, data, "\n".join(lines))
     elif c == "show":
         routes = [e.to_dict() for e in await sw.tables["ipv4_lpm"].read()]

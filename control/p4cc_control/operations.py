@@ -1,7 +1,9 @@
 """The congestion-control lab's operations, on top of the entity API.
 
 Names of the P4 objects used here are those of p4src/v1model/cc_switch.p4
-(docs/data-plane.md); the short forms resolve through the P4Info.
+and p4src/tna/cc_switch.p4 alike (docs/data-plane.md); the short forms
+resolve through the P4Info. CONTROLLER_NAMES lists every one of them, and
+missing_names() says which a P4Info lacks.
 """
 from __future__ import annotations
 
@@ -33,6 +35,59 @@ PORT_COUNTERS = [
 ]
 COLUMNS = ["rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "ce_marks",
            "ingress_drops", "loss_drops"]
+
+#: Every P4 object the controller (these operations, the CLI, the PTF
+#: suite) addresses, by the name it uses: table -> (match fields, {action:
+#: parameters}), counters, registers. Each must resolve in the P4Info of
+#: every program the controller drives (v1model, Tofino, Tofino 2).
+CONTROLLER_NAMES = {
+    "tables": {
+        "ipv4_lpm": (["dst_addr"], {"forward": ["port", "dst_mac"], "drop": []}),
+        "ecn_threshold": (["egress_port"], {"set_threshold": ["k_depth"], "NoAction": []}),
+        "port_loss": (["egress_port"], {"set_loss": ["threshold_16"], "NoAction": []}),
+        "switch_config": ([], {"set_switch_id": ["switch_id"]}),
+        "postcard_config": ([], {"enable_postcards": ["sample_one_in_n", "collector_mac_addr",
+                                                      "switch_ip_addr", "collector_ip_addr",
+                                                      "collector_udp_port"],
+                                 "NoAction": []}),
+    },
+    "counters": [name for _, name, _ in PORT_COUNTERS]
+                + ["CcIngress.rx.port_packets", "CcEgress.tx.port_packets"],
+    "registers": ["postcard_sample_count"],
+}
+
+
+def missing_names(p4info) -> List[str]:
+    """What of CONTROLLER_NAMES does not resolve in `p4info` (by the
+    P4Info's own rules: full name, alias or unique suffix), one line each."""
+    from .errors import NameNotFound
+
+    out = []
+    for table, (fields, actions) in CONTROLLER_NAMES["tables"].items():
+        try:
+            t = p4info.table(table)
+        except NameNotFound as e:
+            out.append(str(e))
+            continue
+        have = sorted(f.name for f in t.match_fields)
+        if have != sorted(fields):
+            out.append(f"table {t.name} matches on {have}, the controller on {sorted(fields)}")
+        for action, params in actions.items():
+            try:
+                a = p4info.action(action, t)
+            except NameNotFound as e:
+                out.append(str(e))
+                continue
+            if sorted(p.name for p in a.params) != sorted(params):
+                out.append(f"action {a.name} takes {sorted(p.name for p in a.params)}, "
+                           f"the controller gives {sorted(params)}")
+    for kind, get in (("counters", p4info.counter), ("registers", p4info.register)):
+        for name in CONTROLLER_NAMES[kind]:
+            try:
+                get(name)
+            except NameNotFound as e:
+                out.append(str(e))
+    return out
 
 
 def loss_threshold(p: float) -> int:
@@ -137,11 +192,16 @@ class CcOps:
     async def enable_postcards(self, collector_port, collector_ip: str, collector_mac: str,
                                switch_ip: str, sample_one_in_n: int = 1,
                                udp_port: int = POSTCARD_UDP_PORT,
-                               truncate: int = 0) -> dict:
-        """The P4 program truncates postcards itself (truncate() in egress),
-        so the clone session needs no truncation of its own: 0 = none,
-        which is also all bmv2's P4Runtime server accepts."""
+                               truncate: Optional[int] = None) -> dict:
+        """The clone session's truncation is the target's unless given:
+        the v1model program truncates postcards itself (truncate() in
+        egress), so 0 = none, which is also all bmv2's P4Runtime server
+        accepts; on Tofino the mirror session cuts the copy to its mirror
+        header and the reported packet's first bytes."""
         port = await self.check_port(collector_port)
+        self.target.check_mirror_port(port)
+        if truncate is None:
+            truncate = self.target.postcard_truncate
         if int(sample_one_in_n) < 1:
             raise ValueOutOfRange(f"sample 1-in-{sample_one_in_n}: N must be >= 1")
         params = {"sample_one_in_n": int(sample_one_in_n), "collector_mac_addr": collector_mac,
@@ -194,17 +254,25 @@ class CcOps:
 
     async def apply_port(self, cfg, loss_in: str = "target") -> dict:
         """One PortConfig: K (or none), the link model through the target,
-        and random loss in the target's link model or the P4 port_loss table."""
+        and random loss in the target's link model or the P4 port_loss table.
+        A target whose ports are shaped outside P4Runtime (Tofino: Stratum's
+        chassis config) takes loss in the P4 table and reports the rest of
+        the link model as not applied, instead of failing half-way."""
         done: dict = {}
         if cfg.ecn_k_pkts is None:
             done["k"] = await self.clear_k(cfg.port)
         else:
             done["k"] = await self.set_k(cfg.port, cfg.ecn_k_pkts, "packets")
         knobs = cfg.link_model()
-        if loss_in == "p4":
-            done["loss"] = await self.set_loss(cfg.port, knobs.pop("loss"))
+        if loss_in == "p4" or not self.target.shapes_ports:
+            done["loss"] = await self.set_loss(cfg.port, knobs.pop("loss", 0.0) or 0.0)
         if any(knobs.get(k) for k in knobs):
-            done["link"] = await self.set_queue(cfg.port, **knobs)
+            if self.target.shapes_ports:
+                done["link"] = await self.set_queue(cfg.port, **knobs)
+            else:
+                done["link_not_applied"] = self.target.problems(knobs)
+                log.warning("%s port %s: %s", self.sw.addr, cfg.port,
+                            "; ".join(done["link_not_applied"]))
         return done
 
     async def apply_switch(self, cfg) -> dict:

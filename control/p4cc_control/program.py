@@ -79,11 +79,16 @@ def program(configs: dict, endpoints: Dict[str, Endpoint]) -> Programmed:
     try:
         for name, cfg in configs.items():
             ep = endpoints[name]
-            sw = Switch.connect(ep.grpc_addr, device_id=ep.device_id,
-                                p4info=str(cfg.path("p4info")),
-                                device_config=str(cfg.path("device_config")), push=True)
+            target = ep.make_target()
+            # A Tofino switch runs the TNA program: its P4Info and its
+            # bf-p4c output, whatever the plan names for v1model targets.
+            p4info = target.default_p4info() or str(cfg.path("p4info"))
+            dev = target.default_device_config() or str(cfg.path("device_config"))
+            sw = Switch.connect(ep.grpc_addr, device_id=ep.device_id, p4info=p4info,
+                                device_config=dev, push=True,
+                                device_config_loader=target.load_device_config)
             out.switches[name] = sw
-            ops = sw.ops(ep.make_target())
+            ops = sw.ops(target)
             out.ops[name] = ops
             out.applied[name] = ops.apply_switch(cfg)
     except BaseException:

@@ -338,12 +338,17 @@ class AsyncSwitch:
                  p4info: Union[P4Info, str, None] = None,
                  device_config: Union[bytes, str, None] = None,
                  election_id: int = 1, role: str = "", timeout: float = 5.0,
-                 reconnect: bool = True, reconnect_timeout: float = 120.0):
+                 reconnect: bool = True, reconnect_timeout: float = 120.0,
+                 device_config_loader: Optional[Callable[[str], bytes]] = None):
         if p4info is None:
             p4info = default_p4info_path()
         self.p4info = p4info if isinstance(p4info, P4Info) else load_p4info(p4info)
         self._device_config_src = device_config
         self._device_config: Optional[bytes] = None
+        # Turns a device-config path into the bytes a push carries (a
+        # target's: Tofino packs bf-p4c's output); read lazily, when a push
+        # or a pipeline cookie needs it.
+        self._device_config_loader = device_config_loader
         self.conn = Connection(addr, device_id, election_id, role, timeout,
                                reconnect=reconnect, reconnect_timeout=reconnect_timeout)
         self.conn.on_restore = self._restore
@@ -364,6 +369,8 @@ class AsyncSwitch:
                 src = default_device_config_path()
             if isinstance(src, (bytes, bytearray)):
                 self._device_config = bytes(src)
+            elif self._device_config_loader is not None:
+                self._device_config = self._device_config_loader(src)
             else:
                 if not os.path.exists(src):
                     raise PipelineMismatch(f"bmv2 JSON not found: {src}")
@@ -586,9 +593,10 @@ class Switch:
     @classmethod
     def connect(cls, addr="127.0.0.1:9559", device_id=1, p4info=None, device_config=None,
                 election_id=1, role="", timeout=5.0, primary=True, push=False, check=True,
-                reconnect=True, reconnect_timeout=120.0) -> "Switch":
+                reconnect=True, reconnect_timeout=120.0,
+                device_config_loader=None) -> "Switch":
         sw = cls(addr, device_id, p4info, device_config, election_id, role, timeout,
-                 reconnect, reconnect_timeout)
+                 reconnect, reconnect_timeout, device_config_loader)
         try:
             sw._lt.run(sw.aio.open(primary=primary, push=push, check=check))
         except BaseException:

@@ -1,12 +1,17 @@
 """What differs between targets, behind one interface.
 
-Two things differ:
+What differs:
   * the unit of the queue depth the data plane compares K against
     (bmv2 and the embedded target: packets; Tofino: 80-byte cells), so a K
     given in packets, bytes or cells is converted here and nowhere else;
   * the knobs that are not P4Runtime: queue rate/depth (bmv2, through its
     Thrift runtime CLI) and line rate / delay / loss / depth per port (the
-    embedded target, through its HTTP+JSON admin API).
+    embedded target, through its HTTP+JSON admin API);
+  * what a pipeline push carries: the bmv2 JSON (bmv2, embedded) or
+    Stratum's BfPipelineConfig packed from bf-p4c's output (Tofino), and
+    which P4Info goes with it;
+  * how postcard copies are cut: the v1model program truncates them
+    itself; on Tofino the mirror session does (clone-session truncation).
 
 Byte <-> packet conversions assume full-size packets of `mtu` bytes (1500
 by default): a queue of B bytes holds ceil(B / mtu) MTU-sized packets. This
@@ -24,10 +29,16 @@ import urllib.error
 import urllib.request
 from typing import Dict, List, Optional
 
-from .errors import TargetError, UnknownPort, ValueOutOfRange
+from .errors import PipelineMismatch, TargetError, UnknownPort, ValueOutOfRange
 
 UNITS = ("packets", "bytes", "cells")
 CELL_BYTES = 80  # Tofino queue accounting unit (constants.p4 DEPTH_UNIT_CELLS80)
+#: The part of a reported packet a postcard needs (constants.p4
+#: POSTCARD_REPORTED_BYTES: Ethernet, IPv4, the L4 ports).
+POSTCARD_REPORTED_BYTES = 38
+#: The TNA program's postcard mirror header (POSTCARD_MIRROR_BYTES and
+#: postcard_mirror_h in p4src/tna/cc_switch.p4).
+POSTCARD_MIRROR_BYTES_TNA = 29
 
 
 def _check_knobs(settings: dict) -> dict:
@@ -46,6 +57,11 @@ class Target:
 
     name = "generic"
     depth_unit = "packets"
+    #: Whether set_port() can slow a port's queue (rate/depth knobs).
+    shapes_ports = False
+    #: Clone-session truncation of postcard copies (packet_length_bytes);
+    #: 0 = none: the v1model program truncates postcards itself.
+    postcard_truncate = 0
 
     def __init__(self, mtu: int = 1500):
         if not 64 <= mtu <= 65535:
@@ -132,6 +148,25 @@ class Target:
     def describe(self) -> dict:
         return {"target": self.name, "depth_unit": self.depth_unit, "mtu": self.mtu}
 
+    # -- the pipeline ----------------------------------------------------------
+    def default_p4info(self) -> Optional[str]:
+        """The P4Info this target's program has (None: the v1model one)."""
+        return None
+
+    def default_device_config(self) -> Optional[str]:
+        """Where its device config is (None: the v1model program's JSON)."""
+        return None
+
+    def load_device_config(self, path: str) -> bytes:
+        """The p4_device_config bytes of a pipeline push, from `path`."""
+        if not os.path.isfile(path):
+            raise PipelineMismatch(f"bmv2 JSON not found: {path}")
+        with open(path, "rb") as f:
+            return f.read()
+
+    def check_mirror_port(self, port: int) -> None:
+        """A port a clone session may send copies to."""
+
 
 class Bmv2Target(Target):
     """bmv2 simple_switch_grpc: queue depth in packets; queue rate (packets/s)
@@ -141,6 +176,7 @@ class Bmv2Target(Target):
     project venv's or pyenv's python may not see thrift)."""
 
     name = "bmv2"
+    shapes_ports = True
 
     def __init__(self, thrift_port: int = 9090, thrift_ip: str = "127.0.0.1", mtu: int = 1500,
                  cli: Optional[str] = None, python: str = "/usr/bin/python3",
@@ -288,6 +324,7 @@ class EmbeddedTarget(Target):
     """
 
     name = "embedded"
+    shapes_ports = True
 
     def __init__(self, admin_addr: str = "127.0.0.1:9560", mtu: int = 1500, timeout: float = 5.0):
         super().__init__(mtu)
@@ -351,21 +388,77 @@ class EmbeddedTarget(Target):
 
 
 class TofinoTarget(Target):
-    """Tofino (TNA program, SDE runtime): queue depth in 80-byte cells. Only
-    the unit conversion lives here; its queues are shaped with the SDE's
-    tools (bfrt/bfshell), which this controller does not drive."""
+    """Tofino and Tofino 2 through Stratum (stratum_bfrt), running
+    p4src/tna/cc_switch.p4: queue depth in 80-byte cells; the pipeline push
+    carries Stratum's BfPipelineConfig packed from bf-p4c's output
+    (p4cc_control.tofino); postcard copies are cut by the mirror session.
+    Ports are the SDK's device ports (Stratum's P4Runtime port translation
+    is not used). Port bring-up and shaping are Stratum's chassis config,
+    not P4Runtime: docs/tofino.md gives the commands."""
 
     name = "tofino"
     depth_unit = "cells"
+    #: The TNA program's postcard mirror header (POSTCARD_MIRROR_BYTES in
+    #: p4src/tna/cc_switch.p4) plus the part of the reported packet a
+    #: postcard needs (POSTCARD_REPORTED_BYTES: Ethernet, IPv4, L4 ports).
+    #: Tofino's mirror truncation counts the mirror header.
+    postcard_truncate = POSTCARD_MIRROR_BYTES_TNA + POSTCARD_REPORTED_BYTES
+
+    def __init__(self, mtu: int = 1500, chip: Optional[str] = None,
+                 ports: Optional[List[int]] = None):
+        super().__init__(mtu)
+        from .tofino import CHIPS
+
+        chip = chip or os.environ.get("P4CC_TOFINO_CHIP") or "tofino"
+        if chip not in CHIPS:
+            raise ValueOutOfRange(f"unknown Tofino chip '{chip}' (use {', '.join(CHIPS)})")
+        self.chip = chip
+        self._ports = None if ports is None else sorted(int(p) for p in ports)
+
+    def ports(self) -> Optional[List[int]]:
+        # Stratum lists its ports over gNMI, not P4Runtime: only what we
+        # were told (the PTF runner, a lab record) is known.
+        return self._ports
 
     def _apply(self, port, settings):
-        raise TargetError("Tofino port shaping goes through the SDE (bfrt_python / "
-                          "bfshell), not this controller")
+        raise TargetError("Tofino port shaping is Stratum's chassis config (vendor_config "
+                          "tofino_config node_id_to_port_shaping_config), pushed with gNMI, "
+                          "not P4Runtime: see docs/tofino.md, Ports and shaping")
 
     @classmethod
     def problems(cls, settings: dict, **facts) -> List[str]:
-        return [f"{k}={v} (Tofino port shaping goes through the SDE, see docs/tofino.md)"
-                for k, v in settings.items() if v]
+        # Random loss is the program's port_loss table; the rest is the
+        # chassis config's.
+        return [f"{k}={v} (Tofino port shaping is Stratum's chassis config, see docs/tofino.md)"
+                for k, v in settings.items() if v and k != "loss"]
+
+    def default_p4info(self) -> Optional[str]:
+        from .tofino import committed_p4info
+
+        return committed_p4info(self.chip)
+
+    def default_device_config(self) -> Optional[str]:
+        from .tofino import compile_dir
+
+        return compile_dir(self.chip)
+
+    def load_device_config(self, path: str) -> bytes:
+        from .tofino import device_config
+
+        if not os.path.exists(path):
+            raise PipelineMismatch(f"no bf-p4c output at {path}: compile the Tofino program "
+                                   f"with `make p4-tna` (needs bf-p4c; docs/tofino.md)")
+        return device_config(path)
+
+    def check_mirror_port(self, port: int) -> None:
+        if int(port) == 0:
+            raise ValueOutOfRange("Stratum refuses clone sessions to port 0 (its 'unspecified "
+                                  "port'): put the collector on another port")
+
+    def describe(self) -> dict:
+        d = super().describe()
+        d["chip"] = self.chip
+        return d
 
 
 TARGETS = {"bmv2": Bmv2Target, "embedded": EmbeddedTarget, "tofino": TofinoTarget}

@@ -75,6 +75,11 @@ def run_facts(meta: dict, plan, fidelity: dict[str, dict]) -> dict:
         "cores": os.cpu_count(),
         "load average": " ".join(open("/proc/loadavg").read().split()[:3]),
     }
+    if meta.get("executor") == "external":
+        # Run elsewhere (hardware): this machine's facts say nothing of it.
+        facts["time"] = "real time, run outside p4cc (p4cc analyse)"
+        for k in ("kernel", "cores", "load average"):
+            facts.pop(k)
     if virtual:
         vt = meta.get("virtual_time") or {}
         facts["simulated"] = (f"{vt.get('sim_s', 0):.3f} s, {vt.get('events', 0):,} events, "

@@ -128,6 +128,17 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
     (outdir / "params.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
 
     progress.phase("analysis and plots", ANALYSIS_S)
+    report, n = analyse_results(exp, plan, outdir, meta, fidelity)
+    progress.finish(f"{exp.id} finished: {n['pass']} pass, {n['fail']} fail, {n['void']} void")
+    return report
+
+
+def analyse_results(exp: Experiment, plan: Plan, outdir: Path, meta: dict,
+                    fidelity: dict[str, dict]) -> tuple[Path, dict]:
+    """The analysis of a results folder whose arms ran (by an executor, or
+    on hardware, `analyse`): summary.json, plots, report.html. Returns the
+    report's path and the verdict counts."""
+    p = plan.params
     results = {a.name: arm_result(outdir / a.name, a) for a in plan.arms}
     summary, verdicts = exp.analyse(p, results)
     judge(verdicts, fidelity)
@@ -141,9 +152,43 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
                                         "summary": summary_line(f)} for a, f in fidelity.items()},
          "facts": facts}, indent=2, default=str) + "\n")
     report = write_report(outdir, f"{exp.title} — {exp.source}", exp.description, facts,
-                          {**p, "target": meta.get("target"), "git": meta["git_commit"]},
+                          {**p, "target": meta.get("target"), "git": meta.get("git_commit")},
                           summary, plots, verdicts, notes=meta.get("notes"))
-    progress.finish(f"{exp.id} finished: {n['pass']} pass, {n['fail']} fail, {n['void']} void")
+    return report, n
+
+
+def analyse(outdir: str | Path, target: str | None = None) -> Path:
+    """Analyses a results folder that p4cc did not run itself: plan.json
+    (from `p4cc run EXPERIMENT --plan-only`) and, per arm, what the host
+    agents and the collector wrote on real servers behind a real switch
+    (docs/tofino.md). Its params.json is kept (or written) with the
+    executor `external`; there is no fidelity record (nothing emulated)."""
+    outdir = Path(outdir)
+    try:
+        plan = Plan.load(outdir / "plan.json")
+    except (OSError, PlanError) as e:
+        raise RunError(f"{outdir}: no usable plan.json ({str(e).splitlines()[0]}); make one "
+                       "with `p4cc run EXPERIMENT --plan-only --out DIR`") from None
+    exp = get(plan.experiment)
+    missing = [a.name for a in plan.arms if not (outdir / a.name).is_dir()]
+    if len(missing) == len(plan.arms):
+        raise RunError(f"{outdir}: none of the plan's arm folders is there "
+                       f"({', '.join(missing)}): put each arm's results in DIR/ARM/")
+    meta_path = outdir / "params.json"
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, ValueError):
+        meta = {"experiment": exp.id, "title": exp.title, "source": exp.source,
+                "params": plan.params, "arms": [a.name for a in plan.arms],
+                "git_commit": _git_commit(), "executor": "external",
+                "notes": ["analysed with `p4cc analyse` from results p4cc did not run"]}
+    if target:
+        meta["target"] = target
+    meta.setdefault("executor", "external")
+    meta_path.write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    if missing:
+        meta.setdefault("notes", []).append(f"arms without results: {', '.join(missing)}")
+    report, _ = analyse_results(exp, plan, outdir, meta, {})
     return report
 
 

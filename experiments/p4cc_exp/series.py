@@ -13,12 +13,29 @@ def _rows(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+#: Bytes of a Tofino queue cell (constants.p4 DEPTH_UNIT_CELLS80).
+CELL_BYTES = 80
+
+
+def depth_in_packets(depth: int, unit: str, mtu: int = 1500) -> float:
+    """A queue depth the collector wrote in `unit` (its depth_unit column:
+    packets, or cells80 from a Tofino), in MTU-sized packets: a 1500-byte
+    packet takes ceil(1500 / 80) = 19 cells (the controller converts K the
+    same way, so depths and K compare)."""
+    if unit in ("", "packets"):
+        return depth
+    if unit == "cells80":
+        return depth / -(-mtu // CELL_BYTES)
+    raise ValueError(f"unknown depth unit {unit!r}")
+
+
 def postcards(path: Path, egress_port: int | None = None,
-              switch_id: int | None = None) -> list[dict]:
+              switch_id: int | None = None, mtu: int = 1500) -> list[dict]:
     """Collector rows (queue reports), optionally of one egress port (of
     one switch, with several reporting), as numbers: t (unix s), port,
-    depth, deq_depth, qdelay_us. Read row by row: paper-scale runs write
-    millions."""
+    depth and deq_depth (packets: Tofino's cells converted at `mtu`),
+    depth_raw and depth_unit (as the switch reported), qdelay_us. Read row
+    by row: paper-scale runs write millions."""
     out = []
     if not path.exists():
         return out
@@ -30,6 +47,8 @@ def postcards(path: Path, egress_port: int | None = None,
         col = {k: i for i, k in enumerate(head)}
         i_t, i_port, i_sw = col["recv_unix_ns"], col["egress_port"], col["switch_id"]
         i_d, i_dd, i_q = col["enq_qdepth"], col["deq_qdepth"], col["qdelay_us"]
+        # Files written before the collector named the unit are packets.
+        i_u = col.get("depth_unit")
         for r in rows:
             try:
                 port = int(r[i_port])
@@ -37,8 +56,12 @@ def postcards(path: Path, egress_port: int | None = None,
                     continue
                 if switch_id is not None and int(r[i_sw]) != switch_id:
                     continue
-                out.append({"t": int(r[i_t]) / 1e9, "port": port, "depth": int(r[i_d]),
-                            "deq_depth": int(r[i_dd]), "qdelay_us": int(r[i_q])})
+                unit = (r[i_u] if i_u is not None else "") or "packets"
+                raw, deq = int(r[i_d]), int(r[i_dd])
+                out.append({"t": int(r[i_t]) / 1e9, "port": port,
+                            "depth": depth_in_packets(raw, unit, mtu),
+                            "deq_depth": depth_in_packets(deq, unit, mtu),
+                            "depth_raw": raw, "depth_unit": unit, "qdelay_us": int(r[i_q])})
             except (IndexError, ValueError):
                 continue  # a torn last line of a killed collector
     out.sort(key=lambda x: x["t"])

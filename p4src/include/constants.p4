@@ -27,6 +27,15 @@ const bit<16> HOP_LEN_BYTES      = 20;
 const bit<8> DEPTH_UNIT_PACKETS = 0;
 const bit<8> DEPTH_UNIT_CELLS80 = 1;
 
+// Unit of the queue delay and timestamps of a postcard.
+const bit<8> TIME_UNIT_US = 0;
+const bit<8> TIME_UNIT_NS = 1;
+// A postcard's units byte: depth unit in the low nibble, time unit in the
+// high nibble. v1model targets count packets and µs; Tofino 80-byte cells
+// and ns.
+const bit<8> POSTCARD_UNITS_V1MODEL = 0x00;
+const bit<8> POSTCARD_UNITS_TOFINO  = 0x11;
+
 // Postcards: the clone session the controller binds to the collector port,
 // the field list preserved into the clone, and the postcard's layout.
 const bit<32> POSTCARD_SESSION    = 100;
@@ -37,6 +46,10 @@ const bit<8>  POSTCARD_IP_TTL     = 64;
 // Ethernet 14 + IPv4 20 + UDP 8 + postcard 54.
 const bit<16> POSTCARD_LEN_BYTES  = 54;
 const bit<32> POSTCARD_FRAME_LEN  = 96;
+// What a postcard needs of the packet it reports on: Ethernet 14 + IPv4 20
+// + the first 4 bytes of TCP/UDP (the ports). On Tofino the mirror session
+// truncates the copy to the mirror header plus these bytes.
+const bit<16> POSTCARD_REPORTED_BYTES = 38;
 
 // v1model instance_type values (bmv2 simple_switch).
 const bit<32> INSTANCE_NORMAL    = 0;

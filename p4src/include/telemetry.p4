@@ -23,15 +23,15 @@ header p4cc_hop_h {
 // Out-of-band queue report (postcard), carried in UDP to the collector.
 header p4cc_postcard_h {
     bit<8>  version;
-    bit<8>  flags;
+    bit<8>  units;        // POSTCARD_UNITS_*: depth unit | time unit << 4
     bit<16> switch_id;
     bit<16> ingress_port;
     bit<16> egress_port;
     bit<32> enq_qdepth;
     bit<32> deq_qdepth;
-    bit<32> deq_timedelta_us;
-    bit<64> ingress_ts_us;
-    bit<64> egress_ts_us;
+    bit<32> deq_timedelta;   // in the time unit of `units`
+    bit<64> ingress_ts;
+    bit<64> egress_ts;
     bit<32> src_addr;
     bit<32> dst_addr;
     bit<8>  protocol;

@@ -26,6 +26,9 @@ COPIES = {
     "POSTCARD_LEN_BYTES": [("rust", "hosts/telemetry/src/postcard.rs", "POSTCARD_LEN")],
     "POSTCARD_FRAME_LEN": [("py", "p4cc_control.operations", "POSTCARD_FRAME_LEN")],
     "LOSS_SCALE": [("py", "p4cc_control.operations", "LOSS_SCALE")],
+    "POSTCARD_REPORTED_BYTES": [("py", "p4cc_control.targets", "POSTCARD_REPORTED_BYTES")],
+    "POSTCARD_UNITS_V1MODEL": [("rust", "hosts/telemetry/src/postcard.rs", "UNITS_V1MODEL")],
+    "POSTCARD_UNITS_TOFINO": [("rust", "hosts/telemetry/src/postcard.rs", "UNITS_TOFINO")],
 }
 # Units that constants.p4 names by their code; the cell's size is in the name.
 CELL_BYTES = [("rust", "hosts/telemetry/src/shim.rs", "CELL_BYTES"),
@@ -72,6 +75,37 @@ def test_cell_size_is_the_one_constants_p4_names():
     assert "DEPTH_UNIT_CELLS80" in p4_constants()
     for kind, where, name in CELL_BYTES:
         assert copy_value(kind, where, name) == 80, f"{where}:{name}"
+
+
+TNA_P4 = REPO / "p4src/tna/cc_switch.p4"
+
+
+def tna_mirror_header_bits() -> int:
+    """Total width of postcard_mirror_h as p4src/tna/cc_switch.p4 declares
+    it (PortId_t is 9 bits on both chips)."""
+    text = TNA_P4.read_text()
+    body = re.search(r"header postcard_mirror_h \{(.*?)\n\}", text, re.S).group(1)
+    bits = 0
+    for m in re.finditer(r"^\s*(?:@padding\s+)?(bit<(\d+)>|PortId_t)\s+\w+\s*;", body, re.M):
+        bits += int(m.group(2)) if m.group(2) else 9
+    return bits
+
+
+def test_tna_mirror_header_size_everywhere():
+    """The mirror session truncates postcard copies to the mirror header
+    plus what the copy's parser reads: the controller's truncation, the
+    constant in the TNA program and the header must agree."""
+    from p4cc_control.targets import POSTCARD_MIRROR_BYTES_TNA, TofinoTarget
+
+    m = re.search(r"const bit<16> POSTCARD_MIRROR_BYTES = (\d+);", TNA_P4.read_text())
+    assert m, "POSTCARD_MIRROR_BYTES is no longer in p4src/tna/cc_switch.p4"
+    assert tna_mirror_header_bits() == 8 * int(m.group(1))
+    assert POSTCARD_MIRROR_BYTES_TNA == int(m.group(1))
+    assert TofinoTarget.postcard_truncate == int(m.group(1)) + \
+        p4_constants()["POSTCARD_REPORTED_BYTES"]
+    # What the copy's parser extracts after the mirror header: Ethernet,
+    # IPv4 and the 4-byte L4 ports.
+    assert p4_constants()["POSTCARD_REPORTED_BYTES"] == 14 + 20 + 4
 
 
 def test_the_parser_sees_the_constants():

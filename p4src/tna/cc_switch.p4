@@ -1,15 +1,22 @@
 /*
- * cc_switch for Tofino (TNA): the same congestion signals as the v1model
- * program, on hardware.
+ * cc_switch for Tofino and Tofino 2 (TNA / T2NA): the data plane of
+ * p4src/v1model/cc_switch.p4 on hardware, with the same tables, actions,
+ * counters and register under the same P4Info names, so the controller
+ * drives both alike.
  *   - IPv4 LPM forwarding, TTL, checksum;
- *   - ECN CE when the egress queue at enqueue was >= K (per port, cells);
- *   - the p4cc telemetry shim (depth_unit = 1: 80-byte cells);
- *   - per-port random loss; per-port counters.
- * Postcards are not in this program yet (they need a mirror session with a
- * mirror header; docs/tofino.md).
+ *   - ECN CE when the egress queue at enqueue was >= K (per port, in
+ *     80-byte cells);
+ *   - the p4cc telemetry shim (depth_unit = 1: cells), path maximum;
+ *   - per-port random loss; per-port counters;
+ *   - postcards: 1-in-N packets are mirrored egress-to-egress (session
+ *     POSTCARD_SESSION) with a mirror header carrying their queue report;
+ *     the mirror session truncates the copy, and the copy's own trip
+ *     through egress rewrites it into the 96-byte postcard frame.
+ * The architecture-neutral parts are p4src/include/cc_controls.p4, shared
+ * with the v1model program. docs/tofino.md lists what differs.
  *
- * Type-checked with p4test against the TNA include files
- * (`make p4-tna-check`); compiled for hardware with the SDE's bf-p4c.
+ * Compiled with bf-p4c (make p4-tna); type-checked with p4test
+ * (make p4-tna-check, run by make test).
  */
 #include <core.p4>
 #if __TARGET_TOFINO__ == 2
@@ -21,35 +28,72 @@
 #include "../include/constants.p4"
 #include "../include/ethernet.p4"
 #include "../include/ipv4.p4"
-#include "../include/tcp.p4"
 #include "../include/udp.p4"
 #include "../include/telemetry.p4"
+#include "../include/cc_controls.p4"
 
-// Tofino reports queue delay in ns; the shim carries µs. Dividing by 1000
-// is not an ALU operation, so the program shifts by 10 (÷1024, 2.4% low).
+/* ----------------------- Tofino-only definitions ---------------------- */
+
+// The first byte after the egress intrinsic metadata says what a packet
+// is: a forwarded packet with its bridged metadata, or a postcard copy
+// with its mirror header.
+const bit<8> PKT_KIND_BRIDGED  = 0xB1;
+const bit<8> PKT_KIND_POSTCARD = 0xC1;
+const MirrorType_t MIRROR_TYPE_POSTCARD = 1;
+
+// Hop records carry µs; Tofino counts ns. Dividing by 1000 is not an ALU
+// operation: ns >> 10 (÷1024, 2.3 % low). Postcards carry ns exactly and
+// say so in their units byte.
 const bit<8> NS_TO_US_SHIFT = 10;
 
-struct ig_headers_t {
-    ethernet_h ethernet;
-    ipv4_h     ipv4;
+// Tofino's egress packet length counts the Ethernet FCS; bmv2's does not.
+const bit<16> FCS_BYTES = 4;
+
+// What ingress tells egress about a forwarded packet.
+header bridged_md_h {
+    bit<8>   kind;                  // PKT_KIND_BRIDGED
+    @padding bit<7> _pad0;
+    PortId_t ingress_port;
+    bit<48>  ingress_ts;            // ns (ingress parser's global timestamp)
 }
 
-struct eg_headers_t {
-    ethernet_h                ethernet;
-    ipv4_h                    ipv4;
-    udp_h                     udp;
-    p4cc_shim_h               shim;
-    p4cc_hop_h[P4CC_MAX_HOPS] hops;
+// The postcard mirror header: what a copy must remember of the packet it
+// reports on (the copy's own queueing would overwrite the queue figures,
+// and egress has no ingress port). POSTCARD_MIRROR_BYTES long; the mirror
+// session truncates a copy to this header plus POSTCARD_REPORTED_BYTES of
+// the packet (the controller sets the session's packet_length_bytes).
+header postcard_mirror_h {
+    bit<8>   kind;                  // PKT_KIND_POSTCARD
+    @padding bit<7> _pad0;
+    PortId_t ingress_port;
+    @padding bit<7> _pad1;
+    PortId_t egress_port;
+    @padding bit<5> _pad2;
+    bit<19>  enq_qdepth;            // 80-byte cells
+    @padding bit<5> _pad3;
+    bit<19>  deq_qdepth;            // 80-byte cells
+    bit<32>  deq_timedelta;         // ns
+    bit<48>  ingress_ts;            // ns
+    bit<48>  egress_ts;             // ns
+    bit<16>  pkt_len;               // bytes at ingress, FCS excluded
 }
+const bit<16> POSTCARD_MIRROR_BYTES = 29;
 
-struct ig_meta_t { }
-
-struct eg_meta_t {
-    bool    shim_ok;
-    bit<16> switch_id;
+// A copy's first four bytes of TCP/UDP: the reported packet's ports.
+header l4_ports_h {
+    bit<16> src_port;
+    bit<16> dst_port;
 }
 
 /* ----------------------------- ingress ------------------------------ */
+
+struct ig_headers_t {
+    bridged_md_h bridge;
+    ethernet_h   ethernet;
+    ipv4_h       ipv4;
+}
+
+struct ig_meta_t { }
 
 parser CcIngressParser(packet_in pkt, out ig_headers_t hdr, out ig_meta_t meta,
                        out ingress_intrinsic_metadata_t ig_intr_md) {
@@ -68,23 +112,31 @@ parser CcIngressParser(packet_in pkt, out ig_headers_t hdr, out ig_meta_t meta,
     }
 }
 
-control CcIngress(inout ig_headers_t hdr, inout ig_meta_t meta,
-                  in ingress_intrinsic_metadata_t ig_intr_md,
-                  in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
-                  inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
-                  inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
-    Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) rx_port_packets;
+control PortCounters(in PortId_t port) {
+    Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) port_packets;
+    apply { port_packets.count(port); }
+}
+
+control Forwarding(inout ig_headers_t hdr,
+                   in PortId_t ingress_port,
+                   inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+                   inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS) ingress_drops;
+    bool dropped = false;
 
     action forward(PortId_t port, mac_addr_t dst_mac) {
         ig_tm_md.ucast_egress_port = port;
+        // The sender addressed the switch: its MAC becomes our source.
         hdr.ethernet.src_addr = hdr.ethernet.dst_addr;
         hdr.ethernet.dst_addr = dst_mac;
         hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
     }
+
     action drop() {
         ig_dprsr_md.drop_ctl = 1;
+        dropped = true;
     }
+
     table ipv4_lpm {
         key = { hdr.ipv4.dst_addr: lpm @name("dst_addr"); }
         actions = { forward; drop; }
@@ -93,15 +145,32 @@ control CcIngress(inout ig_headers_t hdr, inout ig_meta_t meta,
     }
 
     apply {
-        rx_port_packets.count(ig_intr_md.ingress_port);
         if (!hdr.ipv4.isValid() || hdr.ipv4.ttl <= 1) {
             drop();
         } else {
             ipv4_lpm.apply();
         }
-        if (ig_dprsr_md.drop_ctl == 1) {
-            ingress_drops.count(ig_intr_md.ingress_port);
+        if (dropped) {
+            ingress_drops.count(ingress_port);
         }
+    }
+}
+
+control CcIngress(inout ig_headers_t hdr, inout ig_meta_t meta,
+                  in ingress_intrinsic_metadata_t ig_intr_md,
+                  in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
+                  inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+                  inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+    PortCounters() rx;
+    Forwarding() forwarding;
+
+    apply {
+        rx.apply(ig_intr_md.ingress_port);
+        forwarding.apply(hdr, ig_intr_md.ingress_port, ig_dprsr_md, ig_tm_md);
+        hdr.bridge.setValid();
+        hdr.bridge.kind = PKT_KIND_BRIDGED;
+        hdr.bridge.ingress_port = ig_intr_md.ingress_port;
+        hdr.bridge.ingress_ts = ig_prsr_md.global_tstamp;
     }
 }
 
@@ -122,12 +191,50 @@ control CcIngressDeparser(packet_out pkt, inout ig_headers_t hdr, in ig_meta_t m
 
 /* ------------------------------ egress ------------------------------ */
 
+struct eg_headers_t {
+    ethernet_h                ethernet;
+    // Postcard headers: valid only on postcard copies.
+    ipv4_h                    pc_ipv4;
+    udp_h                     pc_udp;
+    p4cc_postcard_h           postcard;
+    ipv4_h                    ipv4;
+    l4_ports_h                l4_ports;     // postcard copies only
+    udp_h                     udp;
+    p4cc_shim_h               shim;
+    // This hop's record, emitted before the records already there.
+    p4cc_hop_h                new_hop;
+    p4cc_hop_h[P4CC_MAX_HOPS] hops;
+}
+
+struct eg_meta_t {
+    bridged_md_h      bridge;       // forwarded packets
+    postcard_mirror_h pc_mirror;    // copies (parsed), sampled packets (emitted)
+    MirrorId_t        pc_session;
+    bit<32>           pc_last;      // sample_one_in_n - 1
+    bool              shim_ok;
+    bit<16>           switch_id;
+    bit<16>           l4_src_port;  // copies: the reported packet's ports
+    bit<16>           l4_dst_port;
+}
+
 parser CcEgressParser(packet_in pkt, out eg_headers_t hdr, out eg_meta_t meta,
                       out egress_intrinsic_metadata_t eg_intr_md) {
     state start {
         pkt.extract(eg_intr_md);
+        meta.pc_session = 0;
+        meta.pc_last = 0;
         meta.shim_ok = false;
         meta.switch_id = 0;
+        meta.l4_src_port = 0;
+        meta.l4_dst_port = 0;
+        transition select(pkt.lookahead<bit<8>>()) {
+            PKT_KIND_POSTCARD: parse_postcard_copy;
+            default: parse_bridged;
+        }
+    }
+
+    state parse_bridged {
+        pkt.extract(meta.bridge);
         pkt.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
             ETHERTYPE_IPV4: parse_ipv4;
@@ -148,7 +255,10 @@ parser CcEgressParser(packet_in pkt, out eg_headers_t hdr, out eg_meta_t meta,
             default: accept;
         }
     }
-    // Unrolled by the compiler: one state per possible hop count.
+    // A shim of another version, or claiming more hops than the stack
+    // holds, is left alone; so is one whose records are cut short (the
+    // parser stops, shim_ok stays false). No parser loops on Tofino: one
+    // state per hop count.
     state parse_shim {
         pkt.extract(hdr.shim);
         transition select(hdr.shim.version, hdr.shim.hop_count) {
@@ -168,23 +278,35 @@ parser CcEgressParser(packet_in pkt, out eg_headers_t hdr, out eg_meta_t meta,
         meta.shim_ok = true;
         transition accept;
     }
+
+    // A postcard copy: the mirror header, then the reported packet as it
+    // left (so its ECN is after marking), truncated by the mirror session
+    // to Ethernet, IPv4 and the first four bytes of the L4 header.
+    state parse_postcard_copy {
+        pkt.extract(meta.pc_mirror);
+        pkt.extract(hdr.ethernet);
+        pkt.extract(hdr.ipv4);
+        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (5, 0, IP_PROTO_TCP): copy_l4_ports;
+            (5, 0, IP_PROTO_UDP): copy_l4_ports;
+            default: copy_other;
+        }
+    }
+    state copy_l4_ports {
+        pkt.extract(hdr.l4_ports);
+        meta.l4_src_port = hdr.l4_ports.src_port;
+        meta.l4_dst_port = hdr.l4_ports.dst_port;
+        transition accept;
+    }
+    // Options or fragments: no ports (0), as on v1model; the four bytes
+    // are consumed all the same.
+    state copy_other {
+        pkt.extract(hdr.l4_ports);
+        transition accept;
+    }
 }
 
-control CcEgress(inout eg_headers_t hdr, inout eg_meta_t meta,
-                 in egress_intrinsic_metadata_t eg_intr_md,
-                 in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
-                 inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
-                 inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
-    Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) tx_port_packets;
-    Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS) ce_marks;
-    Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS) loss_drops;
-    Random<bit<16>>() loss_draw;
-
-    bit<19> k_cells = 0;
-    bit<19> below_k = 0;
-    bit<32> loss_threshold = 0;
-    bit<16> draw = 0;
-
+control SwitchConfig(inout eg_meta_t meta) {
     action set_switch_id(bit<16> switch_id) {
         meta.switch_id = switch_id;
     }
@@ -192,73 +314,215 @@ control CcEgress(inout eg_headers_t hdr, inout eg_meta_t meta,
         actions = { set_switch_id; }
         default_action = set_switch_id(0);
     }
+    apply { switch_config.apply(); }
+}
 
-    action set_threshold(bit<19> k_depth) {
-        k_cells = k_depth;
-    }
-    table ecn_threshold {
-        key = { eg_intr_md.egress_port: exact @name("egress_port"); }
-        actions = { set_threshold; NoAction; }
-        default_action = NoAction();
-        size = NUM_PORTS;
-    }
+// Random loss on a port, as a lossy link would drop.
+control LinkLoss(in PortId_t port,
+                 inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
+                 inout bool dropped) {
+    Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS) loss_drops;
+    Random<bit<16>>() uniform;
+    bit<32> threshold = 0;
 
     action set_loss(bit<32> threshold_16) {
-        loss_threshold = threshold_16;
+        threshold = threshold_16;
     }
     table port_loss {
-        key = { eg_intr_md.egress_port: exact @name("egress_port"); }
+        key = { port: exact @name("egress_port"); }
         actions = { set_loss; NoAction; }
         default_action = NoAction();
         size = NUM_PORTS;
     }
 
-    action push_hop() {
-        hdr.hops.push_front(1);
-        hdr.hops[0].setValid();
-        hdr.hops[0].switch_id = meta.switch_id;
-        hdr.hops[0].egress_port = (bit<16>)eg_intr_md.egress_port;
-        hdr.hops[0].enq_qdepth = (bit<32>)eg_intr_md.enq_qdepth;
-        hdr.hops[0].deq_timedelta_us = (bit<32>)(eg_intr_md.deq_timedelta >> NS_TO_US_SHIFT);
-        hdr.hops[0].egress_ts_us = (bit<64>)(eg_prsr_md.global_tstamp >> NS_TO_US_SHIFT);
-        hdr.shim.hop_count = hdr.shim.hop_count + 1;
-        hdr.ipv4.total_len = hdr.ipv4.total_len + HOP_LEN_BYTES;
-        hdr.udp.length = hdr.udp.length + HOP_LEN_BYTES;
+    apply {
+        if (port_loss.apply().hit) {
+            bit<32> draw = (bit<32>)uniform.get();
+            // Not zero exactly when draw < threshold (a saturating
+            // subtraction: Tofino compares two fields this way).
+            bit<32> above = threshold |-| draw;
+            if (above != 0) {
+                eg_dprsr_md.drop_ctl = 1;
+                dropped = true;
+                loss_drops.count(port);
+            }
+        }
+    }
+}
+
+// DCTCP-style marking on the instantaneous queue at enqueue.
+control EcnMarking(inout ipv4_h ipv4, in PortId_t port, in bit<19> enq_qdepth) {
+    Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS) ce_marks;
+    bit<19> k = 0;
+
+    action set_threshold(bit<19> k_depth) {
+        k = k_depth;
+    }
+    // A port without an entry never marks.
+    table ecn_threshold {
+        key = { port: exact @name("egress_port"); }
+        actions = { set_threshold; NoAction; }
+        default_action = NoAction();
+        size = NUM_PORTS;
     }
 
     apply {
-        switch_config.apply();
-        bool dropped = false;
-        if (port_loss.apply().hit && loss_threshold != 0) {
-            draw = loss_draw.get();
-            if ((bit<32>)draw < loss_threshold) {
-                eg_dprsr_md.drop_ctl = 1;
-                loss_drops.count(eg_intr_md.egress_port);
-                dropped = true;
+        if (ipv4.isValid() && (ipv4.ecn == ECN_ECT0 || ipv4.ecn == ECN_ECT1)) {
+            if (ecn_threshold.apply().hit) {
+                // Zero exactly when the queue reached K.
+                bit<19> short_of_k = k |-| enq_qdepth;
+                if (short_of_k == 0) {
+                    ipv4.ecn = ECN_CE;
+                    ce_marks.count(port);
+                }
             }
         }
+    }
+}
+
+// In-band telemetry: keep the path maximum, add this hop's record
+// (PushHopRecord, shared with the v1model program).
+control InbandTelemetry(inout eg_headers_t hdr,
+                        in eg_meta_t meta,
+                        in egress_intrinsic_metadata_t eg_intr_md,
+                        in bit<48> egress_ts) {
+    PushHopRecord() push;
+    apply {
+        if (hdr.shim.isValid() && meta.shim_ok) {
+            hdr.shim.max_qdepth = max(hdr.shim.max_qdepth, (bit<32>)eg_intr_md.enq_qdepth);
+            hop_values_t v;
+            v.switch_id = meta.switch_id;
+            v.egress_port = (bit<16>)eg_intr_md.egress_port;
+            v.enq_qdepth = (bit<32>)eg_intr_md.enq_qdepth;
+            v.deq_timedelta_us = (bit<32>)(eg_intr_md.deq_timedelta >> NS_TO_US_SHIFT);
+            v.egress_ts_us = (bit<64>)(egress_ts >> NS_TO_US_SHIFT);
+            push.apply(hdr.shim, hdr.new_hop, hdr.ipv4, hdr.udp, DEPTH_UNIT_CELLS80, v);
+        }
+    }
+}
+
+// Postcards: 1-in-N packets are mirrored egress-to-egress to session
+// POSTCARD_SESSION with their queue report in the mirror header; a copy
+// is rewritten into a postcard (BuildPostcard, shared with the v1model
+// program).
+control Postcards(inout eg_headers_t hdr,
+                  inout eg_meta_t meta,
+                  in egress_intrinsic_metadata_t eg_intr_md,
+                  in bit<48> egress_ts,
+                  inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
+                  in bool dropped) {
+    Register<bit<32>, bit<1>>(1, 0) postcard_sample_count;
+    BuildPostcard() build;
+    bit<32>     one_in_n = 0;
+    mac_addr_t  collector_mac = 0;
+    ipv4_addr_t switch_ip = 0;
+    ipv4_addr_t collector_ip = 0;
+    bit<16>     collector_port = 0;
+
+    // Packets seen since the last postcard; the N-th fires and restarts
+    // the count (the same register values as the v1model program's).
+    RegisterAction<bit<32>, bit<1>, bit<1>>(postcard_sample_count) tick = {
+        void apply(inout bit<32> seen, out bit<1> fire) {
+            if (seen >= meta.pc_last) {
+                seen = 0;
+                fire = 1;
+            } else {
+                seen = seen + 1;
+                fire = 0;
+            }
+        }
+    };
+
+    action enable_postcards(bit<32> sample_one_in_n,
+                            mac_addr_t collector_mac_addr,
+                            ipv4_addr_t switch_ip_addr,
+                            ipv4_addr_t collector_ip_addr,
+                            bit<16> collector_udp_port) {
+        one_in_n = sample_one_in_n;
+        collector_mac = collector_mac_addr;
+        switch_ip = switch_ip_addr;
+        collector_ip = collector_ip_addr;
+        collector_port = collector_udp_port;
+    }
+    table postcard_config {
+        actions = { enable_postcards; NoAction; }
+        default_action = NoAction();
+    }
+
+    action sample() {
+        eg_dprsr_md.mirror_type = MIRROR_TYPE_POSTCARD;
+        meta.pc_session = (MirrorId_t)POSTCARD_SESSION;
+        meta.pc_mirror.setValid();
+        meta.pc_mirror.kind = PKT_KIND_POSTCARD;
+        meta.pc_mirror.ingress_port = meta.bridge.ingress_port;
+        meta.pc_mirror.egress_port = eg_intr_md.egress_port;
+        meta.pc_mirror.enq_qdepth = eg_intr_md.enq_qdepth;
+        meta.pc_mirror.deq_qdepth = eg_intr_md.deq_qdepth;
+        meta.pc_mirror.deq_timedelta = (bit<32>)eg_intr_md.deq_timedelta;
+        meta.pc_mirror.ingress_ts = meta.bridge.ingress_ts;
+        meta.pc_mirror.egress_ts = egress_ts;
+        meta.pc_mirror.pkt_len = eg_intr_md.pkt_length - FCS_BYTES;
+    }
+
+    apply {
+        postcard_config.apply();
+        if (meta.pc_mirror.isValid()) {
+            // A copy: the report replaces the packet it describes.
+            postcard_report_t r;
+            r.units = POSTCARD_UNITS_TOFINO;
+            r.switch_id = meta.switch_id;
+            r.ingress_port = (bit<16>)meta.pc_mirror.ingress_port;
+            r.egress_port = (bit<16>)meta.pc_mirror.egress_port;
+            r.enq_qdepth = (bit<32>)meta.pc_mirror.enq_qdepth;
+            r.deq_qdepth = (bit<32>)meta.pc_mirror.deq_qdepth;
+            r.deq_timedelta = meta.pc_mirror.deq_timedelta;
+            r.ingress_ts = (bit<64>)meta.pc_mirror.ingress_ts;
+            r.egress_ts = (bit<64>)meta.pc_mirror.egress_ts;
+            r.src_port = meta.l4_src_port;
+            r.dst_port = meta.l4_dst_port;
+            r.pkt_len = (bit<32>)meta.pc_mirror.pkt_len;
+            postcard_dest_t d;
+            d.collector_mac = collector_mac;
+            d.switch_ip = switch_ip;
+            d.collector_ip = collector_ip;
+            d.collector_port = collector_port;
+            build.apply(hdr.ethernet, hdr.pc_ipv4, hdr.pc_udp, hdr.postcard, hdr.ipv4, r, d);
+            hdr.ipv4.setInvalid();
+            hdr.l4_ports.setInvalid();
+        } else if (!dropped && one_in_n != 0) {
+            meta.pc_last = one_in_n - 1;
+            if (tick.execute(0) == 1) {
+                sample();
+            }
+        }
+    }
+}
+
+control CcEgress(inout eg_headers_t hdr, inout eg_meta_t meta,
+                 in egress_intrinsic_metadata_t eg_intr_md,
+                 in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
+                 inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
+                 inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+    SwitchConfig() config;
+    LinkLoss() loss;
+    EcnMarking() ecn;
+    InbandTelemetry() telemetry;
+    Postcards() postcards;
+    PortCounters() tx;
+
+    apply {
+        bool dropped = false;
+        config.apply(meta);
+        if (!meta.pc_mirror.isValid()) {
+            loss.apply(eg_intr_md.egress_port, eg_dprsr_md, dropped);
+            if (!dropped) {
+                ecn.apply(hdr.ipv4, eg_intr_md.egress_port, eg_intr_md.enq_qdepth);
+                telemetry.apply(hdr, meta, eg_intr_md, eg_prsr_md.global_tstamp);
+            }
+        }
+        postcards.apply(hdr, meta, eg_intr_md, eg_prsr_md.global_tstamp, eg_dprsr_md, dropped);
         if (!dropped) {
-            if (hdr.ipv4.isValid() && (hdr.ipv4.ecn == ECN_ECT0 || hdr.ipv4.ecn == ECN_ECT1)) {
-                if (ecn_threshold.apply().hit) {
-                    // Saturating: zero exactly when the queue reached K.
-                    below_k = k_cells |-| eg_intr_md.enq_qdepth;
-                    if (below_k == 0) {
-                        hdr.ipv4.ecn = ECN_CE;
-                        ce_marks.count(eg_intr_md.egress_port);
-                    }
-                }
-            }
-            if (hdr.shim.isValid() && meta.shim_ok) {
-                hdr.shim.max_qdepth = max(hdr.shim.max_qdepth, (bit<32>)eg_intr_md.enq_qdepth);
-                hdr.shim.depth_unit = DEPTH_UNIT_CELLS80;
-                if (hdr.shim.hop_count < P4CC_MAX_HOPS_B) {
-                    push_hop();
-                } else {
-                    hdr.shim.flags = hdr.shim.flags | SHIM_FLAG_OVERFLOW;
-                }
-                hdr.udp.checksum = 0;
-            }
-            tx_port_packets.count(eg_intr_md.egress_port);
+            tx.apply(eg_intr_md.egress_port);
         }
     }
 }
@@ -266,13 +530,25 @@ control CcEgress(inout eg_headers_t hdr, inout eg_meta_t meta,
 control CcEgressDeparser(packet_out pkt, inout eg_headers_t hdr, in eg_meta_t meta,
                          in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
     Checksum() ipv4_csum;
+    Checksum() pc_ipv4_csum;
+    Mirror() mirror;
     apply {
+        if (eg_dprsr_md.mirror_type == MIRROR_TYPE_POSTCARD) {
+            mirror.emit<postcard_mirror_h>(meta.pc_session, meta.pc_mirror);
+        }
         if (hdr.ipv4.isValid()) {
             hdr.ipv4.hdr_checksum = ipv4_csum.update({
                 hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
                 hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
                 hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
                 hdr.ipv4.src_addr, hdr.ipv4.dst_addr });
+        }
+        if (hdr.pc_ipv4.isValid()) {
+            hdr.pc_ipv4.hdr_checksum = pc_ipv4_csum.update({
+                hdr.pc_ipv4.version, hdr.pc_ipv4.ihl, hdr.pc_ipv4.dscp, hdr.pc_ipv4.ecn,
+                hdr.pc_ipv4.total_len, hdr.pc_ipv4.identification, hdr.pc_ipv4.flags,
+                hdr.pc_ipv4.frag_offset, hdr.pc_ipv4.ttl, hdr.pc_ipv4.protocol,
+                hdr.pc_ipv4.src_addr, hdr.pc_ipv4.dst_addr });
         }
         pkt.emit(hdr);
     }

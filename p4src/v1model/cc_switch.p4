@@ -19,6 +19,7 @@
 #include "../include/tcp.p4"
 #include "../include/udp.p4"
 #include "../include/telemetry.p4"
+#include "../include/cc_controls.p4"
 
 struct headers_t {
     ethernet_h                      ethernet;
@@ -30,6 +31,8 @@ struct headers_t {
     tcp_h                           tcp;
     udp_h                           udp;
     p4cc_shim_h                     shim;
+    // This hop's record, emitted before the records already there.
+    p4cc_hop_h                      new_hop;
     p4cc_hop_h[P4CC_MAX_HOPS]       hops;
 }
 
@@ -254,43 +257,37 @@ control EcnMarking(inout headers_t hdr, inout standard_metadata_t sm) {
     }
 }
 
-// In-band telemetry: push this hop's record, keep the path maximum.
+// In-band telemetry: keep the path maximum, add this hop's record
+// (PushHopRecord, shared with the Tofino program).
 control InbandTelemetry(inout headers_t hdr,
                         in local_meta_t meta,
                         in standard_metadata_t sm) {
+    PushHopRecord() push;
     apply {
         if (hdr.shim.isValid() && meta.shim_ok) {
             bit<32> depth = (bit<32>)sm.enq_qdepth;
             if (depth > hdr.shim.max_qdepth) {
                 hdr.shim.max_qdepth = depth;
             }
-            hdr.shim.depth_unit = DEPTH_UNIT_PACKETS;
-            if (hdr.shim.hop_count < P4CC_MAX_HOPS_B) {
-                hdr.hops.push_front(1);
-                hdr.hops[0].setValid();
-                hdr.hops[0].switch_id = meta.switch_id;
-                hdr.hops[0].egress_port = (bit<16>)sm.egress_port;
-                hdr.hops[0].enq_qdepth = depth;
-                hdr.hops[0].deq_timedelta_us = sm.deq_timedelta;
-                hdr.hops[0].egress_ts_us = (bit<64>)sm.egress_global_timestamp;
-                hdr.shim.hop_count = hdr.shim.hop_count + 1;
-                hdr.ipv4.total_len = hdr.ipv4.total_len + HOP_LEN_BYTES;
-                hdr.udp.length = hdr.udp.length + HOP_LEN_BYTES;
-            } else {
-                hdr.shim.flags = hdr.shim.flags | SHIM_FLAG_OVERFLOW;
-            }
-            // The payload changed; zero means "no checksum" for UDP/IPv4.
-            hdr.udp.checksum = 0;
+            hop_values_t v;
+            v.switch_id = meta.switch_id;
+            v.egress_port = (bit<16>)sm.egress_port;
+            v.enq_qdepth = depth;
+            v.deq_timedelta_us = sm.deq_timedelta;
+            v.egress_ts_us = (bit<64>)sm.egress_global_timestamp;
+            push.apply(hdr.shim, hdr.new_hop, hdr.ipv4, hdr.udp, DEPTH_UNIT_PACKETS, v);
         }
     }
 }
 
 // Postcards: 1-in-N packets are cloned egress-to-egress to the collector
-// port; the clone is rewritten into a queue report and truncated.
+// port; the clone is rewritten into a queue report (BuildPostcard, shared
+// with the Tofino program) and truncated.
 control Postcards(inout headers_t hdr,
                   inout local_meta_t meta,
                   inout standard_metadata_t sm) {
     register<bit<32>>(1) postcard_sample_count;
+    BuildPostcard() build;
     bit<32>     one_in_n = 0;
     mac_addr_t  collector_mac = 0;
     ipv4_addr_t switch_ip = 0;
@@ -325,62 +322,35 @@ control Postcards(inout headers_t hdr,
         clone_preserving_field_list(CloneType.E2E, POSTCARD_SESSION, POSTCARD_FIELD_LIST);
     }
 
-    action build_postcard() {
-        hdr.postcard.setValid();
-        hdr.postcard.version = POSTCARD_VERSION;
-        hdr.postcard.flags = 0;
-        hdr.postcard.switch_id = meta.switch_id;
-        hdr.postcard.ingress_port = meta.pc_ingress_port;
-        hdr.postcard.egress_port = meta.pc_egress_port;
-        hdr.postcard.enq_qdepth = meta.pc_enq_qdepth;
-        hdr.postcard.deq_qdepth = meta.pc_deq_qdepth;
-        hdr.postcard.deq_timedelta_us = meta.pc_deq_timedelta;
-        hdr.postcard.ingress_ts_us = meta.pc_ingress_ts;
-        hdr.postcard.egress_ts_us = meta.pc_egress_ts;
-        hdr.postcard.src_addr = hdr.ipv4.src_addr;
-        hdr.postcard.dst_addr = hdr.ipv4.dst_addr;
-        hdr.postcard.protocol = hdr.ipv4.protocol;
-        hdr.postcard.ecn = (bit<8>)hdr.ipv4.ecn;
-        hdr.postcard.src_port = meta.l4_src_port;
-        hdr.postcard.dst_port = meta.l4_dst_port;
-        hdr.postcard.pkt_len = meta.pc_pkt_len;
-
-        hdr.pc_udp.setValid();
-        hdr.pc_udp.src_port = POSTCARD_UDP_SRC;
-        hdr.pc_udp.dst_port = collector_port;
-        hdr.pc_udp.length = 8 + POSTCARD_LEN_BYTES;
-        hdr.pc_udp.checksum = 0;
-
-        hdr.pc_ipv4.setValid();
-        hdr.pc_ipv4.version = 4;
-        hdr.pc_ipv4.ihl = 5;
-        hdr.pc_ipv4.dscp = 0;
-        hdr.pc_ipv4.ecn = ECN_NOT_ECT;
-        hdr.pc_ipv4.total_len = 20 + 8 + POSTCARD_LEN_BYTES;
-        hdr.pc_ipv4.identification = 0;
-        hdr.pc_ipv4.flags = 0;
-        hdr.pc_ipv4.frag_offset = 0;
-        hdr.pc_ipv4.ttl = POSTCARD_IP_TTL;
-        hdr.pc_ipv4.protocol = IP_PROTO_UDP;
-        hdr.pc_ipv4.src_addr = switch_ip;
-        hdr.pc_ipv4.dst_addr = collector_ip;
-
-        hdr.ethernet.dst_addr = collector_mac;
-        hdr.ethernet.ether_type = ETHERTYPE_IPV4;
-
-        // The report replaces the packet it describes.
-        hdr.ipv4.setInvalid();
-        hdr.tcp.setInvalid();
-        hdr.udp.setInvalid();
-        hdr.shim.setInvalid();
-        hdr.hops.pop_front(P4CC_MAX_HOPS);
-        truncate(POSTCARD_FRAME_LEN);
-    }
-
     apply {
         postcard_config.apply();
         if (sm.instance_type == INSTANCE_E2E_CLONE) {
-            build_postcard();
+            postcard_report_t r;
+            r.units = POSTCARD_UNITS_V1MODEL;
+            r.switch_id = meta.switch_id;
+            r.ingress_port = meta.pc_ingress_port;
+            r.egress_port = meta.pc_egress_port;
+            r.enq_qdepth = meta.pc_enq_qdepth;
+            r.deq_qdepth = meta.pc_deq_qdepth;
+            r.deq_timedelta = meta.pc_deq_timedelta;
+            r.ingress_ts = meta.pc_ingress_ts;
+            r.egress_ts = meta.pc_egress_ts;
+            r.src_port = meta.l4_src_port;
+            r.dst_port = meta.l4_dst_port;
+            r.pkt_len = meta.pc_pkt_len;
+            postcard_dest_t d;
+            d.collector_mac = collector_mac;
+            d.switch_ip = switch_ip;
+            d.collector_ip = collector_ip;
+            d.collector_port = collector_port;
+            build.apply(hdr.ethernet, hdr.pc_ipv4, hdr.pc_udp, hdr.postcard, hdr.ipv4, r, d);
+            // The report replaces the packet it describes.
+            hdr.ipv4.setInvalid();
+            hdr.tcp.setInvalid();
+            hdr.udp.setInvalid();
+            hdr.shim.setInvalid();
+            hdr.hops.pop_front(P4CC_MAX_HOPS);
+            truncate(POSTCARD_FRAME_LEN);
         } else if (one_in_n != 0 && !meta.dropped) {
             bit<32> seen;
             postcard_sample_count.read(seen, 0);
@@ -451,6 +421,7 @@ control CcDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.tcp);
         packet.emit(hdr.udp);
         packet.emit(hdr.shim);
+        packet.emit(hdr.new_hop);
         packet.emit(hdr.hops);
     }
 }

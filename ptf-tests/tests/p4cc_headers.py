@@ -31,11 +31,11 @@ class P4ccShim(Packet):
 
 class P4ccPostcard(Packet):
     name = "P4ccPostcard"
-    fields_desc = [ByteField("version", 1), ByteField("flags", 0),
+    fields_desc = [ByteField("version", 1), XByteField("units", 0),
                    ShortField("switch_id", 0), ShortField("ingress_port", 0),
                    ShortField("egress_port", 0), IntField("enq_qdepth", 0),
-                   IntField("deq_qdepth", 0), IntField("deq_timedelta_us", 0),
-                   LongField("ingress_ts_us", 0), LongField("egress_ts_us", 0),
+                   IntField("deq_qdepth", 0), IntField("deq_timedelta", 0),
+                   LongField("ingress_ts", 0), LongField("egress_ts", 0),
                    IntField("src_addr", 0), IntField("dst_addr", 0),
                    ByteField("protocol", 0), ByteField("ecn", 0),
                    ShortField("src_port", 0), ShortField("dst_port", 0),

@@ -7,7 +7,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from base import HOST_IP, HOST_MAC, SWITCH_ID, SWITCH_MAC
+from base import HOST_IP, HOST_MAC, SWITCH_ID, SWITCH_MAC, depth_unit_code, sw_port
 from p4cc_headers import SHIM_PORT, P4ccHop, P4ccShim
 
 ECN_NOT_ECT, ECN_ECT1, ECN_ECT0, ECN_CE = 0, 1, 2, 3
@@ -32,11 +32,11 @@ def after_switch(sent, port_out, ecn, depth, delay_us, ts_us, egress_port=None):
     hops = list(shim.hops)
     flags = shim.flags
     if len(hops) < 4:
-        hops.insert(0, P4ccHop(switch_id=SWITCH_ID, egress_port=egress_port or port_out,
+        hops.insert(0, P4ccHop(switch_id=SWITCH_ID, egress_port=egress_port or sw_port(port_out),
                                enq_qdepth=depth, deq_timedelta_us=delay_us, egress_ts_us=ts_us))
     else:
         flags |= OVERFLOW
-    new_shim = P4ccShim(version=shim.version, flags=flags, depth_unit=0,
+    new_shim = P4ccShim(version=shim.version, flags=flags, depth_unit=depth_unit_code(),
                         max_qdepth=max(shim.max_qdepth, depth), hops=hops)
     payload = bytes(shim.payload)
     pkt = (Ether(dst=HOST_MAC[port_out], src=SWITCH_MAC)

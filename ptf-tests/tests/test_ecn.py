@@ -114,7 +114,7 @@ class NotEctNeverMarkedTest(EcnTest):
     def runTest(self):
         self.route(2)
         self.ops.set_k(2, 0)
-        sent, got = self.burst(2, ecn=ECN_NOT_ECT)
+        sent, got = self.burst(2, ecn=ECN_NOT_ECT, throttle=False)
         self.check_exact(sent, got, 2, 0, ECN_NOT_ECT)
         self.assertEqual(self.packets("ce_marks", 2), 0)
 

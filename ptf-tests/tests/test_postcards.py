@@ -6,7 +6,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from base import (COLLECTOR_PORT, COLLECTOR_UDP, HOST_IP, HOST_MAC, SWITCH_ID, SWITCH_IP,
-                  SWITCH_MAC, POSTCARD_SESSION, P4ccTest)
+                  SWITCH_MAC, POSTCARD_SESSION, P4ccTest, postcard_units, sw_port)
 from p4cc_headers import POSTCARD_FRAME_LEN, POSTCARD_SRC_PORT, P4ccPostcard
 from test_forwarding import forwarded, tcp_from
 
@@ -16,15 +16,16 @@ def ip_int(a):
 
 
 def expected_postcard(sport, length, port_in=1, port_out=2, any_depth=False):
-    card = P4ccPostcard(version=1, flags=0, switch_id=SWITCH_ID, ingress_port=port_in,
-                        egress_port=port_out, enq_qdepth=0, deq_qdepth=0,
+    card = P4ccPostcard(version=1, units=postcard_units(), switch_id=SWITCH_ID,
+                        ingress_port=sw_port(port_in), egress_port=sw_port(port_out),
+                        enq_qdepth=0, deq_qdepth=0,
                         src_addr=ip_int(HOST_IP[port_in]), dst_addr=ip_int(HOST_IP[port_out]),
                         protocol=6, ecn=0, src_port=sport, dst_port=80, pkt_len=length)
     pkt = (Ether(dst=HOST_MAC[COLLECTOR_PORT], src=SWITCH_MAC)
            / IP(src=SWITCH_IP, dst=HOST_IP[COLLECTOR_PORT], ttl=64, id=0, flags=0)
            / UDP(sport=POSTCARD_SRC_PORT, dport=COLLECTOR_UDP, chksum=0) / card)
     m = Mask(pkt)
-    for f in ("deq_timedelta_us", "ingress_ts_us", "egress_ts_us"):
+    for f in ("deq_timedelta", "ingress_ts", "egress_ts"):
         m.set_do_not_care_packet(P4ccPostcard, f)
     if any_depth:   # a burst: the depths depend on how fast the target drains
         for f in ("enq_qdepth", "deq_qdepth"):

@@ -109,15 +109,15 @@ mod tests {
     #[test]
     fn counts_malformed_and_writes_rows() {
         let p = Postcard {
-            flags: 0,
+            units: crate::postcard::UNITS_V1MODEL,
             switch_id: 1,
             ingress_port: 1,
             egress_port: 2,
             enq_qdepth: 3,
             deq_qdepth: 4,
-            deq_timedelta_us: 5,
-            ingress_ts_us: 6,
-            egress_ts_us: 7,
+            deq_timedelta: 5,
+            ingress_ts: 6,
+            egress_ts: 7,
             src_ip: Ipv4Addr::new(1, 2, 3, 4),
             dst_ip: Ipv4Addr::new(5, 6, 7, 8),
             protocol: 6,
@@ -135,7 +135,7 @@ mod tests {
         bad[0] = 0;
         handle_datagram(&bad, 99, &mut out, &mut st).unwrap();
         assert_eq!(st, CollectorStats { datagrams: 4, postcards: 1, malformed: 3 });
-        assert_eq!(String::from_utf8(out).unwrap(), "99,1,2,3,4,5,7,1.2.3.4,5.6.7.8,6,9,10,1,11\n");
+        assert_eq!(String::from_utf8(out).unwrap(), "99,1,2,3,4,5,7,1.2.3.4,5.6.7.8,6,9,10,1,11,packets\n");
     }
 
     #[test]
@@ -150,7 +150,9 @@ mod tests {
         std::thread::scope(|s| {
             let h = s.spawn(|| run(addr, &path, &stop, Some(Duration::from_secs(5))));
             let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
-            let p = Postcard::parse(&[1u8; 54]).unwrap();
+            let mut raw = [1u8; 54];
+            raw[1] = 0x11;
+            let p = Postcard::parse(&raw).unwrap();
             for _ in 0..50 {
                 std::thread::sleep(Duration::from_millis(10));
                 tx.send_to(&p.encode(), addr).unwrap();

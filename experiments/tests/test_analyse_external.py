@@ -1,0 +1,62 @@
+"""`p4cc analyse`: the analysis of arms that ran outside p4cc, e.g. on a
+Tofino behind real servers (docs/tofino.md). The results of a simulated
+run, handed over as hardware would hand them (plan.json and the arm
+folders, the collector's depths in Tofino's 80-byte cells), give the same
+numbers."""
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from p4cc_exp.cli import main as p4cc_main
+from p4cc_exp.registry import get
+from p4cc_exp.runner import RunError, analyse, run
+from p4cc_exp.simexec import find_sim
+
+
+def as_tofino(queue_csv: Path) -> None:
+    """Rewrite a collector CSV as a Tofino's postcards would have made it:
+    depths in cells (a 1500-byte packet takes 19)."""
+    rows = list(csv.DictReader(open(queue_csv, newline="")))
+    with open(queue_csv, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        for r in rows:
+            r["enq_qdepth"] = str(int(r["enq_qdepth"]) * 19)
+            r["deq_qdepth"] = str(int(r["deq_qdepth"]) * 19)
+            r["depth_unit"] = "cells80"
+            w.writerow(r)
+
+
+def test_external_tofino_results_analyse_like_ours(tmp_path):
+    try:
+        find_sim()
+    except Exception as e:
+        pytest.fail(f"{e} (make setup builds it)")
+    ran = tmp_path / "ran"
+    run(get("dctcp-queue"), target="sim", out=str(ran),
+        overrides=["duration=2", "warmup=0.5", "datapaths=user"])
+    hw = tmp_path / "hw"
+    hw.mkdir()
+    shutil.copy(ran / "plan.json", hw / "plan.json")
+    arms = json.loads((ran / "plan.json").read_text())["arms"]
+    for arm in arms:
+        shutil.copytree(ran / arm["name"], hw / arm["name"])
+        as_tofino(hw / arm["name"] / "queue.csv")
+    assert p4cc_main(["analyse", str(hw), "--target", "tofino"]) == 0
+    a = json.loads((ran / "summary.json").read_text())
+    b = json.loads((hw / "summary.json").read_text())
+    assert b["executor"] == "external" and b["target"] == "tofino"
+    assert b["summary"] == a["summary"]
+    assert [v["measured"] for v in b["verdicts"]] == [v["measured"] for v in a["verdicts"]]
+    assert (hw / "report.html").exists()
+
+
+def test_analyse_needs_a_plan_and_arms(tmp_path):
+    with pytest.raises(RunError, match="plan.json"):
+        analyse(tmp_path)
+    run(get("dctcp-queue"), plan_only=True, out=str(tmp_path))
+    with pytest.raises(RunError, match="arm folders"):
+        analyse(tmp_path)
