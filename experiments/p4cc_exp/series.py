@@ -6,11 +6,15 @@ import csv
 from pathlib import Path
 
 
-def _rows(path: Path) -> list[dict]:
+def rows(path: Path) -> list[dict]:
+    """A CSV file's rows as dicts (none if it does not exist)."""
     if not path.exists():
         return []
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+_rows = rows
 
 
 def postcards(path: Path, egress_port: int | None = None,

@@ -126,6 +126,15 @@ impl<'a> Params<'a> {
         }
     }
 
+    /// One of `choices` (case-insensitive); returns its index.
+    pub(crate) fn choice(&self, name: &str, choices: &[&str]) -> Result<usize, CcError> {
+        let raw = self.raw(name)?;
+        choices
+            .iter()
+            .position(|c| c.eq_ignore_ascii_case(&raw))
+            .ok_or_else(|| self.bad(name, &raw, format!("expected one of: {}", choices.join(", "))))
+    }
+
     /// Cross-parameter check failures (e.g. tlow >= thigh).
     pub(crate) fn invalid(&self, name: &str, why: impl Into<String>) -> CcError {
         let raw = self.raw(name).unwrap_or_default();
@@ -171,6 +180,8 @@ mod tests {
         assert!(matches!(p.f64_in("g", 0.0, 1.0), Err(CcError::BadValue { .. })));
         assert!(matches!(p.u64_in("n", 0, 10), Err(CcError::BadValue { .. })));
         assert!(matches!(p.bool("on"), Err(CcError::BadValue { .. })));
+        assert_eq!(p.choice("g", &["x", "2"]).unwrap(), 1);
+        assert!(matches!(p.choice("n", &["a", "b"]), Err(CcError::BadValue { .. })));
         let g = given(&[("g", "NaN")]);
         let p = Params::new("x", SPECS, &g).unwrap();
         assert!(matches!(p.f64_in("g", 0.0, 1.0), Err(CcError::BadValue { .. })));
