@@ -57,9 +57,9 @@ def workload_args(w: Workload, ip) -> list[str]:
 def command(a: Agent, ip, out: Path, start_unix_ns: int) -> list[str]:
     """``p4cc-host`` arguments of agent ``a``: its results go to ``out``
     (the agent's folder; the collector writes ``out``/../queue.csv)."""
-    if a.role == "collector":
+    if a.role in ("collector", "feed"):
         return ["collect", "--listen", f"0.0.0.0:{COLLECTOR_UDP_PORT}",
-                "--out", str(out.parent / "queue.csv")]
+                "--out", str(out.parent / "queue.csv")] + (["--feed"] if a.role == "feed" else [])
     if a.role == "receiver":
         if a.datapath == "kernel":
             return ["tcp-recv", "--listen", f"0.0.0.0:{TCP_PORT}",

@@ -13,7 +13,8 @@ KERNEL_CCS = {"reno", "cubic", "bbr"}
 #: Postcards and RTT samples: every packet up to this rate, thinned above.
 RATE_PER_SAMPLE_BPS = 100e6
 
-LABELS = {"timely": "TIMELY", "oracle-timely": "oracle TIMELY", "vegas": "Vegas",
+LABELS = {"timely": "TIMELY", "oracle-timely": "oracle TIMELY",
+          "oracle-timely-seed": "oracle TIMELY (seed law)", "vegas": "Vegas",
           "dctcp": "DCTCP", "cubic": "Cubic", "reno": "Reno", "pcc": "PCC Allegro",
           "pcc-allegro": "PCC Allegro", "pcc-vivace": "PCC Vivace"}
 
@@ -34,28 +35,32 @@ def postcard_sampling(rate_bps: float, asked: int = 0) -> int:
 
 def arm(name: str, label: str, topo: Topology, agents: list[Agent], duration_s: float,
         warmup_s: float, queue: PortRef | None = None, settings: dict | None = None,
-        postcard_one_in_n: int | None = None, events=()) -> ArmPlan:
+        postcard_one_in_n: int | None = None, events=(), feed: bool = False,
+        more_ports: tuple[PortRef, ...] = ()) -> ArmPlan:
     """An arm on ``topo``: the switches configured from it, a postcard
-    collector (when the topology has one) started first, the counters and
-    postcards of ``queue`` (the bottleneck) measured. Postcards and RTT
-    samples are thinned by the bottleneck's rate (the fastest link's without
-    one) unless asked: the traffic is what the bottleneck carries."""
+    collector (when the topology has one) started first — with ``feed`` one
+    that returns data packets' postcards to their senders — and the
+    counters and postcards of ``queue`` (the bottleneck) measured, with the
+    counters of ``more_ports`` (other bottlenecks) beside them. Postcards
+    and RTT samples are thinned by the bottleneck's rate (the fastest
+    link's without one) unless asked: the traffic is what the bottleneck
+    carries."""
     rate = max((l.rate_bps or 0 for l in topo.links), default=0)
     if queue:
         link = next(l for p, l in topo.switch_links(queue.switch) if p == queue.port)
         rate = link.rate_bps or rate
     configs = switch_configs(topo, postcard_one_in_n or postcard_sampling(rate))
     sid = topo.switches[queue.switch].id if queue else None
+    ports = ((queue,) if queue else ()) + tuple(p for p in more_ports if p != queue)
     # One RTT sample per ~100 Mb/s: rtt.csv stays readable at paper scale (a
     # row per ACK at 10 Gb/s is a million a second).
     every = max(1, round(rate / RATE_PER_SAMPLE_BPS))
     agents = [replace(a, rtt_every=every) if a.role == "sender" and a.rtt_every == 1 else a
               for a in agents]
     return ArmPlan(name=name, label=label, topology=topo.to_dict(numeric=True),
-                   switches=configs, agents=tuple(collector_agent(topo) + list(agents)),
+                   switches=configs, agents=tuple(collector_agent(topo, feed) + list(agents)),
                    duration_s=float(duration_s), warmup_s=float(warmup_s),
-                   measure=Measure(ports=(queue,) if queue else (), queue=queue,
-                                   queue_switch_id=sid),
+                   measure=Measure(ports=ports, queue=queue, queue_switch_id=sid),
                    events=tuple(events), settings=dict(settings or {}))
 
 
@@ -87,6 +92,17 @@ def long_flows(topo: Topology, senders: list[str], dst: str, ccs, datapath: str,
         agents.append(long_sender(h, dst, cc, datapath, 0.0, duration_s, i + 1, seed + i,
                                   cc_params, ecn, line_rate_bps))
     return agents
+
+
+def kv_params(items, name: str = "cc_params") -> dict[str, str]:
+    """["KEY=VALUE", ...] (a str_list parameter) → {KEY: VALUE}."""
+    out = {}
+    for kv in items:
+        k, sep, v = str(kv).partition("=")
+        if not sep or not k.strip():
+            raise ValueError(f"{name}: '{kv}' is not KEY=VALUE")
+        out[k.strip()] = v.strip()
+    return out
 
 
 def datapath_of(cc: str) -> str:

@@ -158,7 +158,7 @@ class NamespaceLab:
 
         def launch(a, start_ns):
             cmd = command(a, net.ip, outdir / a.folder, start_ns)
-            log = f"{a.role}-{a.folder}.log" if a.role != "collector" else "collector.log"
+            log = f"{a.role}-{a.folder}.log" if a.role not in ("collector", "feed") else "collector.log"
             return net.popen(a.host, [agent, *cmd], log=log)
 
         waiting = [launch(a, 0) for a in arm.agents if a.role != "sender"]

@@ -31,6 +31,19 @@ def flow_mbps(f: dict) -> float:
     return int(f["bytes_acked"]) * 8 / secs / 1e6 if secs > 0 else 0.0
 
 
+def goodput_between(sender_dir, t0: float, t1: float) -> float:
+    """A sender's goodput (Mb/s) between t0 and t1 (unix s): the bytes of
+    its throughput bins (tput.csv) that start in that span."""
+    total = 0
+    for row in series.rows(Path(sender_dir) / "tput.csv"):
+        try:
+            if t0 <= int(row["bin_start_unix_ns"]) / 1e9 < t1:
+                total += int(row["bytes"])
+        except (KeyError, ValueError):
+            continue
+    return total * 8 / (t1 - t0) / 1e6 if t1 > t0 else float("nan")
+
+
 def utilisation(r: dict, rate_bps: float) -> float:
     """Bytes the measured port sent between the two counter readings, as a
     fraction of its line rate."""

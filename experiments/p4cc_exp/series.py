@@ -6,7 +6,8 @@ import csv
 from pathlib import Path
 
 
-def _rows(path: Path) -> list[dict]:
+def rows(path: Path) -> list[dict]:
+    """A CSV file's rows as dicts (none if it does not exist)."""
     if not path.exists():
         return []
     with open(path, newline="") as f:
@@ -27,6 +28,9 @@ def depth_in_packets(depth: int, unit: str, mtu: int = 1500) -> float:
     if unit == "cells80":
         return depth / -(-mtu // CELL_BYTES)
     raise ValueError(f"unknown depth unit {unit!r}")
+
+
+_rows = rows
 
 
 def postcards(path: Path, egress_port: int | None = None,

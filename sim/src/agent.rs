@@ -1,6 +1,7 @@
 //! The host agents of a plan, in virtual time: the same sender stack,
-//! receiver and postcard collector p4cc-host runs, fed and drained by the
-//! simulator instead of sockets. Kernel-TCP agents of the plan run the
+//! receiver and postcard collector (with or without its feed back to the
+//! senders) p4cc-host runs, fed and drained by the simulator instead of
+//! sockets. Kernel-TCP agents of the plan run the
 //! transport's implementation of the same algorithm (there is no kernel in
 //! virtual time), and say so in their logs.
 
@@ -74,7 +75,10 @@ impl TxSink for Outbox<'_> {
 pub enum Role {
     Sender(Box<SenderStack>),
     Receiver { recv: Receiver, log: ReceiverLog, flows: usize },
-    Collector { csv: BufWriter<File>, path: String, stats: CollectorStats },
+    /// The postcard collector; with `feed` (role "feed") it also returns
+    /// each transport data packet's postcard to its sender, as
+    /// `p4cc-host collect --feed` does.
+    Collector { csv: BufWriter<File>, path: String, stats: CollectorStats, feed: bool },
 }
 
 pub struct Agent {
@@ -191,13 +195,18 @@ impl Agent {
         let dir = arm_dir.join(spec.folder());
         let io = |e: std::io::Error| SimError::Output(format!("{}: {e}", dir.display()));
         match spec.role.as_str() {
-            "collector" => {
+            "collector" | "feed" => {
                 let path = arm_dir.join("queue.csv");
                 let mut csv = BufWriter::new(File::create(&path).map_err(io)?);
                 writeln!(csv, "{}", Postcard::CSV_HEADER).map_err(io)?;
                 Ok(Agent {
                     port: COLLECTOR_PORT,
-                    role: Role::Collector { csv, path: path.display().to_string(), stats: CollectorStats::default() },
+                    role: Role::Collector {
+                        csv,
+                        path: path.display().to_string(),
+                        stats: CollectorStats::default(),
+                        feed: spec.role == "feed",
+                    },
                     folder: spec.folder().to_string(),
                     tos: 0,
                     scheduled: None,
@@ -320,8 +329,13 @@ impl Agent {
                 }
                 Ok(())
             }
-            Role::Collector { csv, path, stats } => {
-                handle_datagram(payload, unix, csv, stats).map_err(|e| SimError::Output(format!("{path}: {e}")))
+            Role::Collector { csv, path, stats, feed } => {
+                let pc = handle_datagram(payload, unix, csv, stats).map_err(|e| SimError::Output(format!("{path}: {e}")))?;
+                if let Some((dst, bytes)) = pc.filter(|_| *feed).as_ref().and_then(telemetry::feed::feed_for) {
+                    stats.fed += 1;
+                    out.push(Out { from_port: self.port, dst, tos: 0, payload: bytes.to_vec() });
+                }
+                Ok(())
             }
         }
     }
@@ -347,9 +361,10 @@ impl Agent {
                 log.finish(&recv.stats, 0, flows).map_err(err)?;
                 Ok(serde_json::json!({"role": "receiver", "flows": flows}))
             }
-            Role::Collector { mut csv, path, stats } => {
+            Role::Collector { mut csv, path, stats, feed } => {
                 csv.flush().map_err(|e| SimError::Output(format!("{path}: {e}")))?;
-                Ok(serde_json::json!({"role": "collector", "postcards": stats.postcards, "malformed": stats.malformed}))
+                Ok(serde_json::json!({"role": if feed { "feed" } else { "collector" }, "postcards": stats.postcards,
+                                      "malformed": stats.malformed, "fed": stats.fed}))
             }
         }
     }

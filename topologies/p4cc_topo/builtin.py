@@ -8,6 +8,11 @@
                Roles: ``receiver`` (h1), ``senders`` (the others).
 ``wishbone``   senders on s1, receivers on s2, the flows share the s1–s2
                bottleneck (PCC convergence). Roles: ``senders``, ``receivers``.
+``parking_lot`` a chain of switches s1…s(H+1) whose H links are bottlenecks;
+               long flows cross all of them, cross flows one each (oracle
+               signal on multi-bottleneck paths). Roles: ``long_senders``,
+               ``long_receivers``, ``cross_senders``, ``cross_receivers`` and
+               per hop ``cross_senders_<i>``, ``cross_receivers_<i>``.
 =============  ================================================================
 
 Each adds a postcard collector host ``mon`` on its own unshaped port
@@ -29,11 +34,13 @@ from .model import Topology, TopologyError
 from .units import (UnitError, format_delay, format_loss, format_rate, parse_delay, parse_loss,
                     parse_pkts, parse_rate)
 
-__all__ = ["GENERATORS", "BUILTIN_DIR", "dumbbell", "star", "wishbone", "load_topology",
-           "list_builtins"]
+__all__ = ["GENERATORS", "BUILTIN_DIR", "dumbbell", "star", "wishbone", "parking_lot",
+           "load_topology", "list_builtins"]
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "builtin"
 COLLECTOR_IP = "10.0.0.254"
+#: The parking lot's management port on every chain switch (above any data port).
+MGMT_PORT = 100
 
 
 def _opt(parse, v):
@@ -185,6 +192,84 @@ def wishbone(n_pairs: int = 4, bottleneck_bps="100Mbps", access_bps="1Gbps",
     return _wrap("wishbone", params, build)
 
 
+def parking_lot(n_hops: int = 2, n_long: int = 1, n_cross: int = 1, bottleneck_bps="50Mbps",
+                access_bps=None, delay_us="10us", access_delay_us=None, buffer_pkts=200,
+                ecn_k_pkts=None, loss=0, collector: bool = True) -> Topology:
+    """A parking lot: switches s1 … s(H+1) in a chain, H = ``n_hops``; the
+    link s_i — s_(i+1) (port 1 of s_i, port 2 of s_(i+1)) is bottleneck i.
+    ``n_long`` long flows go l_k (on s1) → lr_k (on s(H+1)) and cross every
+    bottleneck; at each hop i, ``n_cross`` cross flows go c<i>_<j> (on s_i)
+    → cr<i>_<j> (on s(i+1)) and cross bottleneck i only. With as many long
+    as cross flows per hop, max-min fairness gives every flow
+    C/(n_long + n_cross).
+
+    ``bottleneck_bps``, ``delay_us``, ``buffer_pkts``, ``ecn_k_pkts`` and
+    ``loss`` apply to the switch-to-switch links (both ends). Host links run
+    at ``access_bps`` (default: the bottleneck rate — each carries part of one
+    bottleneck's flows, so none is a bottleneck itself) with
+    ``access_delay_us`` (default ``delay_us``). A long flow's RTT is
+    2 × (2 × access delay + H × delay), a cross flow's 2 × (2 × access
+    delay + delay).
+
+    With up to two hops the collector ``mon`` sits on a management switch
+    ``sm`` with an unshaped link to every chain switch (port 100 of each,
+    above every data port): postcards, and postcards returned to senders,
+    never queue behind the traffic they report on, and no data route takes
+    the management network (through ``sm`` any two switches are two hops
+    apart, no closer than on the chain, and ties go to the lower port).
+    With more hops ``sm`` would be a shortcut, so ``mon`` sits on s1 and the
+    postcards of the other switches travel the chain's reverse direction.
+    """
+    params = dict(locals())
+    h = _check_n("n_hops", n_hops, 1, 8)
+    nl = _check_n("n_long", n_long, 0, 9)
+    nc = _check_n("n_cross", n_cross, 0, 9)
+    if nl + nc == 0:
+        raise TopologyError(["parking_lot: no flows (n_long and n_cross are both 0)"])
+
+    def build():
+        bw = parse_rate(bottleneck_bps)
+        acc = parse_rate(access_bps) if access_bps is not None else bw
+        d = parse_delay(delay_us)
+        ad = parse_delay(access_delay_us) if access_delay_us is not None else d
+        b = _opt(lambda v: parse_pkts(v, "buffer_pkts", 1), buffer_pkts)
+        k = _opt(lambda v: parse_pkts(v, "ecn_k_pkts"), ecn_k_pkts)
+        p = parse_loss(loss or 0)
+        switches = [{"name": f"s{i}", "id": i} for i in range(1, h + 2)]
+        links = [_link(f"s{i}:1", f"s{i + 1}:2", bw, d, b, k, p) for i in range(1, h + 1)]
+        hosts, roles = [], {"long_senders": [], "long_receivers": [], "cross_senders": [],
+                            "cross_receivers": []}
+
+        def host(name, ip, sw, role):
+            hosts.append({"name": name, "ip": f"10.0.0.{ip}/24"})
+            links.append(_link(name, sw, acc, ad))
+            roles[role].append(name)
+
+        for j in range(1, nl + 1):
+            host(f"l{j}", j, "s1", "long_senders")
+            host(f"lr{j}", 100 + j, f"s{h + 1}", "long_receivers")
+        for i in range(1, h + 1):
+            for j in range(1, nc + 1):
+                host(f"c{i}_{j}", 10 * i + j, f"s{i}", "cross_senders")
+                host(f"cr{i}_{j}", 100 + 10 * i + j, f"s{i + 1}", "cross_receivers")
+            roles[f"cross_senders_{i}"] = [f"c{i}_{j}" for j in range(1, nc + 1)]
+            roles[f"cross_receivers_{i}"] = [f"cr{i}_{j}" for j in range(1, nc + 1)]
+        topo = {"name": f"parking-lot-{h}",
+                "description": f"{h} bottlenecks of {format_rate(bw)} in a chain; {nl} long "
+                               f"flow(s) across all, {nc} cross flow(s) per hop",
+                "hosts": hosts, "switches": switches, "links": links,
+                "roles": {r: v for r, v in roles.items() if v}}
+        if collector and h <= 2:
+            switches.append({"name": "sm", "id": h + 2})
+            links += [{"endpoints": [f"s{i}:{MGMT_PORT}", f"sm:{i}"]} for i in range(1, h + 2)]
+            _add_collector(topo, "sm", True)
+        else:
+            _add_collector(topo, "s1", collector)
+        return topo
+
+    return _wrap("parking_lot", params, build)
+
+
 def _add_collector(topo: dict, switch: str, collector: bool) -> None:
     if not collector:
         return
@@ -198,6 +283,7 @@ GENERATORS: dict[str, Callable[..., Topology]] = {
     "star": star,
     "incast": star,
     "wishbone": wishbone,
+    "parking_lot": parking_lot,
 }
 
 

@@ -43,7 +43,10 @@ DEVICE_CONFIG = "p4src/build/cc_switch.json"
 COLLECTOR_UDP_PORT = 9999
 
 DATAPATHS = ("user", "kernel")
-ROLES = ("sender", "receiver", "collector")
+#: "feed" is a collector that also returns each transport data packet's
+#: postcard to its sender (postcard-fed oracle TIMELY).
+ROLES = ("sender", "receiver", "collector", "feed")
+COLLECTOR_ROLES = ("collector", "feed")
 #: Kernel TCP congestion controls a kernel-datapath agent may ask for.
 KERNEL_CCS = ("reno", "cubic", "dctcp", "bbr")
 
@@ -269,7 +272,9 @@ class Workload:
 
 @dataclass(frozen=True)
 class Agent:
-    """One program on a host: a postcard collector, a receiver or a sender."""
+    """One program on a host: a postcard collector (role "feed": one that
+    also returns data packets' postcards to their senders), a receiver or
+    a sender."""
     host: str
     role: str
     datapath: str = "user"            #: "user": p4cc transport over UDP; "kernel": TCP sockets
@@ -370,7 +375,7 @@ class ArmPlan:
         return [a for a in self.agents if a.role == "sender"]
 
     def collector(self) -> Agent | None:
-        return next((a for a in self.agents if a.role == "collector"), None)
+        return next((a for a in self.agents if a.role in COLLECTOR_ROLES), None)
 
     def end_s(self) -> float:
         """When the traffic is over: the duration, or later if a workload says."""
@@ -605,8 +610,10 @@ def port_between(topo: Topology, a: str, b: str) -> PortRef:
     raise PlanError(f"no link between {a} and {b}")
 
 
-def collector_agent(topo: Topology) -> list[Agent]:
-    return [Agent(topo.collector, "collector")] if topo.collector else []
+def collector_agent(topo: Topology, feed: bool = False) -> list[Agent]:
+    """The topology's postcard collector; with ``feed`` it also returns each
+    transport data packet's postcard to the packet's sender."""
+    return [Agent(topo.collector, "feed" if feed else "collector")] if topo.collector else []
 
 
 def plain(obj) -> Any:

@@ -1,6 +1,7 @@
 import pytest
 
-from p4cc_topo.builtin import BUILTIN_DIR, GENERATORS, dumbbell, list_builtins, load_topology, star, wishbone
+from p4cc_topo.builtin import (BUILTIN_DIR, GENERATORS, MGMT_PORT, dumbbell, list_builtins,
+                               load_topology, parking_lot, star, wishbone)
 from p4cc_topo.model import Topology, TopologyError, port_mac
 
 
@@ -11,7 +12,7 @@ def network_part(t: Topology) -> dict:
     return d
 
 
-@pytest.mark.parametrize("name", ["dumbbell", "star", "wishbone"])
+@pytest.mark.parametrize("name", ["dumbbell", "star", "wishbone", "parking_lot"])
 def test_builtin_yaml_equals_generator_defaults(name):
     from_yaml = Topology.load(BUILTIN_DIR / f"{name}.yaml")
     generated = GENERATORS[name]()
@@ -21,7 +22,7 @@ def test_builtin_yaml_equals_generator_defaults(name):
 
 def test_all_builtin_files_check():
     files = sorted(BUILTIN_DIR.glob("*.yaml"))
-    assert {f.stem for f in files} >= {"dumbbell", "star", "wishbone", "two_hosts"}
+    assert {f.stem for f in files} >= {"dumbbell", "star", "wishbone", "parking_lot", "two_hosts"}
     for f in files:
         Topology.load(f)
 
@@ -101,3 +102,54 @@ def test_load_topology_resolution(tmp_path):
 def test_list_builtins():
     names = list_builtins()
     assert {"dumbbell", "star", "incast", "wishbone", "two_hosts"} <= set(names)
+
+
+def test_parking_lot_chains_its_bottlenecks():
+    t = parking_lot(n_hops=3, n_long=2, n_cross=2, bottleneck_bps="10Gbps", delay_us="5us",
+                    buffer_pkts=1000, ecn_k_pkts=65)
+    # three hops: no management switch (it would be a shortcut); mon on s1
+    assert [s for s in t.switches] == ["s1", "s2", "s3", "s4"]
+    assert t.attachment("mon").node == "s1"
+    assert t.role("long_senders") == ["l1", "l2"] and t.role("long_receivers") == ["lr1", "lr2"]
+    assert t.role("cross_senders_2") == ["c2_1", "c2_2"]
+    assert t.role("cross_receivers_3") == ["cr3_1", "cr3_2"]
+    assert len(t.role("cross_senders")) == 6
+    for i in (1, 2, 3):
+        b = t.links[i - 1]
+        assert (str(b.a), str(b.b)) == (f"s{i}:1", f"s{i + 1}:2")
+        assert b.rate_bps == 10**10 and b.delay_us == 5
+        assert b.buffer_pkts == {f"s{i}": 1000, f"s{i + 1}": 1000}
+        assert b.ecn_k_pkts == {f"s{i}": 65, f"s{i + 1}": 65}
+    # access links default to the bottleneck's rate and delay, unqueued
+    assert t.host_link("l1").rate_bps == 10**10 and t.host_link("c2_1").delay_us == 5
+    assert t.host_link("l1").buffer_pkts == {}
+    # a long flow crosses every bottleneck, a cross flow one
+    assert t.next_hops("s1")["lr1"][0] == 1 and t.next_hops("s2")["lr1"][0] == 1
+    assert t.next_hops("s3")["lr1"][0] == 1
+    assert t.next_hops("s2")["cr2_1"][0] == 1
+    assert t.attachment("cr2_1").node == "s3" and t.attachment("c2_1").node == "s2"
+
+
+@pytest.mark.parametrize("hops", [1, 2])
+def test_parking_lot_management_network(hops):
+    t = parking_lot(n_hops=hops, n_long=1, n_cross=2)
+    assert t.collector == "mon" and t.attachment("mon").node == "sm"
+    assert all(l.rate_bps is None for l in t.links if "sm" in (l.a.node, l.b.node))
+    # no data route takes the management network; postcards always do
+    for sw in [f"s{i}" for i in range(1, hops + 2)]:
+        routes = t.next_hops(sw)
+        assert routes["mon"][0] == MGMT_PORT
+        assert all(port != MGMT_PORT for h, (port, _) in routes.items() if h != "mon")
+
+
+def test_parking_lot_without_collector_and_bad_parameters():
+    t = parking_lot(collector=False, access_bps="1Gbps", access_delay_us="1us")
+    assert "sm" not in t.switches and t.collector is None
+    assert t.host_link("l1").rate_bps == 10**9 and t.host_link("l1").delay_us == 1
+    # RTTs: long flows 2 x (2 x access + 2 x hop delay), cross flows one hop
+    with pytest.raises(TopologyError, match="n_hops: 9 is outside"):
+        parking_lot(n_hops=9)
+    with pytest.raises(TopologyError, match="no flows"):
+        parking_lot(n_long=0, n_cross=0)
+    t = load_topology("parking_lot", n_hops="1", n_cross="0")
+    assert t.role("long_senders") == ["l1"] and "cross_senders" not in t.roles

@@ -1,14 +1,15 @@
 """TIMELY §6 as the seed ran it: 10 senders → 1 receiver through one
 switch (star of 11 hosts), 50 Mbps, 10 µs links. TIMELY, oracle TIMELY
-(the switch's queue depth, delivered in-band, in place of RTT), Vegas,
-DCTCP and Cubic: throughput, mean and 95th-percentile queue and RTT."""
+(a controller of the switch's queue depth, delivered in-band), the seed's
+oracle (TIMELY's law on the queue depth), Vegas, DCTCP and Cubic:
+throughput, mean and 95th-percentile queue and RTT."""
 from __future__ import annotations
 
 from p4cc_topo import load_topology
 from p4cc_topo.plan import port_towards
 
 from .. import blocks, metrics
-from ..blocks import cc_label
+from ..blocks import cc_label, kv_params
 from ..experiment import Experiment
 from ..params import Param, rate_bps, seconds, str_list
 from ..verdicts import QUEUE, RATE, verdict
@@ -17,8 +18,37 @@ from ..verdicts import QUEUE, RATE, verdict
 # 13× lower than DCTCP's; judged with a factor-2 margin for a different
 # testbed and scale.
 TAIL_RATIO, TAIL_MARGIN = 13.0, 2.0
-# TIMELY §4's minRTT at 10 Gb/s with NIC timestamps.
-MIN_RTT_US = 20.0
+
+#: TIMELY §4's minRTT at 10 Gb/s with NIC timestamps (the gradient's
+#: normaliser): the floor of the path's empty-queue RTT.
+PAPER_MIN_RTT_US = 20.0
+
+
+def min_rtt_us(p) -> float:
+    """minRTT: the path's RTT with empty queues, never below the paper's
+    20 µs (a base of 0 means NIC timestamps, the paper preset)."""
+    return max(p["base_rtt_us"], PAPER_MIN_RTT_US)
+
+
+def timely_cc_params(p) -> dict:
+    """TIMELY's parameters from an experiment's `delta_mbps`, `beta`,
+    `base_rtt_us`, `thigh_us`, `tlow_us`: it sees the whole RTT, so its
+    thresholds sit on top of the hosts' base RTT, which also normalises
+    its gradient (the paper's 20 µs when there is none)."""
+    return {"delta_mbps": p["delta_mbps"], "beta": p["beta"],
+            "min_rtt_us": min_rtt_us(p),
+            "thigh_us": p["base_rtt_us"] + p["thigh_us"], "tlow_us": p["base_rtt_us"] + p["tlow_us"]}
+
+
+#: TIMELY's parameters as experiments take them (timely-incast, oracle-signal).
+TIMELY_PARAMS = [
+    Param("delta_mbps", 0.5, "TIMELY additive step δ (paper: 10 Mbps at 10 Gbps)", float),
+    Param("beta", 0.8, "TIMELY β", float),
+    Param("base_rtt_us", 450, "the path's RTT with empty queues, as the hosts measure it "
+          "(user-space stacks here: ~450 µs; the paper's NIC timestamps: ~20 µs)", float),
+    Param("thigh_us", 500, "TIMELY Thigh above the base RTT, µs (paper: 500)", float),
+    Param("tlow_us", 50, "TIMELY Tlow above the base RTT, µs (paper: 50)", float),
+]
 
 
 class TimelyIncast(Experiment):
@@ -26,8 +56,10 @@ class TimelyIncast(Experiment):
     title = "TIMELY, oracle TIMELY and others under incast"
     source = "TIMELY (SIGCOMM 2015) §6 / seed table"
     description = ("N long flows into one receiver. TIMELY paces by the RTT gradient; oracle "
-                   "TIMELY runs the same control law on the bottleneck queue depth the P4 "
-                   "switch writes into every data packet. Queue figures come from postcards.")
+                   "TIMELY holds the bottleneck queue the P4 switch writes into every data "
+                   "packet at a small target (XCP's gains on its change and its excess); the "
+                   "seed's oracle runs TIMELY's law on that queue depth. Queue figures come "
+                   "from postcards.")
     # TIMELY §6: 10 Gb/s, Tlow 50 µs, Thigh 500 µs on the measured RTT (NIC
     # timestamps: no host stack to subtract), β 0.8, δ 10 Mb/s, HAI after 5
     # completions (the algorithm's default); DCTCP's K = 65 at 10 Gb/s (DCTCP
@@ -43,16 +75,13 @@ class TimelyIncast(Experiment):
         Param("k", 20, "ECN K for the DCTCP arm, packets", int, 0, 10_000),
         Param("duration", 10, "seconds each protocol runs", seconds, 0.01, 3600),
         Param("warmup", 2, "seconds ignored at the start", seconds, 0, 600),
-        Param("protocols", "timely,oracle-timely,vegas,dctcp,cubic", "arms", str_list),
-        Param("delta_mbps", 0.5, "TIMELY additive step δ (paper: 10 Mbps at 10 Gbps)", float),
-        Param("beta", 0.8, "TIMELY β", float),
-        Param("base_rtt_us", 450, "the path's RTT with empty queues, as the hosts measure it "
-              "(user-space stacks here: ~450 µs; the paper's NIC timestamps: ~20 µs)", float),
-        Param("thigh_us", 500, "TIMELY Thigh above the base RTT, µs (paper: 500)", float),
-        Param("tlow_us", 50, "TIMELY Tlow above the base RTT, µs (paper: 50)", float),
-        Param("oracle_thresholds", "timely", "oracle thresholds: 'timely' = TIMELY's Thigh/Tlow "
-              "as queue depths at the line rate (the same control law, the signal changed), "
-              "or 'seed' = the seed's 20/5 packets", str),
+        Param("protocols", "timely,oracle-timely,oracle-timely-seed,vegas,dctcp,cubic", "arms",
+              str_list),
+        *TIMELY_PARAMS,
+        Param("oracle_params", "", "oracle TIMELY's parameters KEY=VALUE,... (docs/algorithms.md; "
+              "default: its own, a 1-packet target)", str_list),
+        Param("oracle_thresholds", "seed", "the seed law's thresholds: 'seed' = the seed's 20/5 "
+              "packets, or 'timely' = TIMELY's Thigh/Tlow as queue depths at the line rate", str),
         Param("seed", 1, "random seed", int),
     ]
 
@@ -62,7 +91,7 @@ class TimelyIncast(Experiment):
                              ecn_k_pkts=p["k"])
 
     def oracle_thresholds(self, p) -> tuple[float, float]:
-        """(thigh, tlow) in packets for oracle TIMELY."""
+        """(thigh, tlow) in packets for the seed's oracle (TIMELY's law)."""
         if p["oracle_thresholds"] == "seed":
             return 20.0, 5.0
         if p["oracle_thresholds"] != "timely":
@@ -72,17 +101,16 @@ class TimelyIncast(Experiment):
 
     def arms(self, p):
         # TIMELY sees the whole RTT, so its thresholds sit on top of the
-        # base RTT; the oracle sees only the queue, so it gets the same
-        # thresholds as queue depths. Same control law, different signal.
-        # minRTT normalises the RTT gradient: the path's RTT with empty queues,
-        # never below the paper's 20 µs (a base of 0 means NIC timestamps).
+        # base RTT; the seed's oracle sees only the queue and runs the same
+        # law on it, with thresholds in packets. Oracle TIMELY has its own
+        # law and parameters (a queue target; it measures its loop delay).
         timely = {"delta_mbps": p["delta_mbps"], "beta": p["beta"],
-                  "min_rtt_us": max(p["base_rtt_us"], MIN_RTT_US)}
+                  "min_rtt_us": min_rtt_us(p)}
         thigh, tlow = self.oracle_thresholds(p)
-        per_cc = {"timely": {**timely, "thigh_us": p["base_rtt_us"] + p["thigh_us"],
-                             "tlow_us": p["base_rtt_us"] + p["tlow_us"]},
-                  "oracle-timely": {**timely, "thigh_pkts": f"{thigh:.3f}",
-                                    "tlow_pkts": f"{tlow:.3f}"}}
+        per_cc = {"timely": timely_cc_params(p),
+                  "oracle-timely": kv_params(p["oracle_params"], "oracle_params"),
+                  "oracle-timely-seed": {**timely, "thigh_pkts": f"{thigh:.3f}",
+                                         "tlow_pkts": f"{tlow:.3f}"}}
         topo = self.topology(p)
         senders = topo.role("senders")
         return [blocks.arm(cc, cc_label(cc), topo,
@@ -122,6 +150,12 @@ class TimelyIncast(Experiment):
                 f"≤ TIMELY's {t['queue_p95_pkts']:.0f} pkts", "+1 pkt (whole packets)",
                 "the seed's table (TIMELY 7 pkts, its ns-3 oracle 133)", QUEUE,
                 ["timely", "oracle-timely"]))
+        if o:
+            verdicts.append(verdict(
+                "oracle TIMELY keeps the bottleneck busy (utilisation)", o["utilisation"],
+                o["utilisation"] >= 0.95, "≈ 1: a standing target of q* ≥ 1 packet means the "
+                "link never idles", "≥ 95 %", "analysis (docs/algorithms.md, oracle-timely)",
+                RATE, ["oracle-timely"]))
         return summary, verdicts
 
     def plot(self, p, results, summary, outdir):

@@ -10,10 +10,12 @@ use std::collections::BTreeMap;
 
 pub mod cubic;
 pub mod dctcp;
+pub mod oracle;
 mod params;
 pub mod pcc;
 mod registry;
 pub mod reno;
+pub mod signal;
 pub mod timely;
 pub mod vegas;
 mod window;
@@ -41,6 +43,31 @@ pub struct AckSample {
     /// Number of packets this ACK completed (for per-completion rules
     /// such as TIMELY's "one update per completion").
     pub acked_pkts: u32,
+    /// The per-hop queue reports of the data packet that triggered this
+    /// ACK, newest hop first, depths normalised to packets (empty when the
+    /// packet carried no hop records). Oracle TIMELY uses them to tell the
+    /// hops apart; `path_qdepth_pkts` is their maximum as the shim kept it.
+    pub hops: Vec<QueueReport>,
+}
+
+/// One switch hop's queue as a packet found it: in-band (a hop record the
+/// receiver echoed) or out of band (a postcard the collector returned).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct QueueReport {
+    /// Which queue: `switch_id << 16 | egress_port`.
+    pub hop: u32,
+    /// Queue depth the packet found at enqueue, packets.
+    pub depth_pkts: f64,
+    /// The switch's clock when the packet was enqueued (egress timestamp
+    /// minus queueing delay), µs; 0 when unknown.
+    pub at_us: u64,
+}
+
+impl QueueReport {
+    /// The hop key of switch `switch_id`'s port `egress_port`.
+    pub fn hop_key(switch_id: u16, egress_port: u16) -> u32 {
+        u32::from(switch_id) << 16 | u32::from(egress_port)
+    }
 }
 
 /// Static facts about the path/datapath an algorithm may use.
@@ -86,6 +113,9 @@ pub trait CongestionControl: Send {
     /// Called periodically (at least every millisecond while a flow is
     /// active) for algorithms with timers or monitor intervals.
     fn on_tick(&mut self, _now_ns: u64) {}
+    /// A queue report delivered out of band (a postcard the collector
+    /// returned to this sender), not through an ACK. Default: ignored.
+    fn on_queue_report(&mut self, _now_ns: u64, _report: &QueueReport) {}
     /// Window limit in bytes; `None` = not window-limited (rate only).
     fn cwnd_bytes(&self) -> Option<u64>;
     /// Pacing rate in bits/s; `None` = send as fast as the window allows.

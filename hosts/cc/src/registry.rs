@@ -3,7 +3,7 @@
 
 use crate::params::{AlgoInfo, ParamInfo, Params};
 use crate::timely::{Signal, Timely};
-use crate::{cubic, dctcp, pcc, reno, timely, vegas};
+use crate::{cubic, dctcp, oracle, pcc, reno, timely, vegas};
 use crate::{CcError, CongestionControl, PathInfo};
 
 struct Entry {
@@ -18,7 +18,8 @@ const ENTRIES: &[Entry] = &[
     Entry { name: "cubic", aliases: &[], description: "CUBIC: cubic window growth around W_max with a Reno-friendly floor (RFC 9438)", params: cubic::PARAMS },
     Entry { name: "dctcp", aliases: &[], description: "DCTCP: cut cwnd by alpha/2 per window, alpha = EWMA of the CE-marked fraction (RFC 8257)", params: dctcp::PARAMS },
     Entry { name: "timely", aliases: &[], description: "TIMELY: rate control from the RTT gradient (SIGCOMM'15 Algorithm 1)", params: timely::TIMELY_PARAMS },
-    Entry { name: "oracle-timely", aliases: &[], description: "TIMELY's control law fed the switch's echoed queue depth instead of the RTT", params: timely::ORACLE_PARAMS },
+    Entry { name: "oracle-timely", aliases: &[], description: "oracle TIMELY: holds the switch's reported queue at a target, XCP's gains on its change and its excess", params: oracle::PARAMS },
+    Entry { name: "oracle-timely-seed", aliases: &[], description: "the TIMELY seed's oracle: TIMELY's control law fed the switch's echoed queue depth instead of the RTT", params: timely::ORACLE_PARAMS },
     Entry { name: "vegas", aliases: &[], description: "TCP Vegas: keep alpha..beta packets queued, judged once per RTT from base RTT", params: vegas::PARAMS },
     Entry { name: "pcc-allegro", aliases: &["pcc"], description: "PCC Allegro: loss-based utility with PCC-Uspace's latency factor, on its gradient ascent (NSDI'15; PCC-Uspace)", params: pcc::allegro::PARAMS },
     Entry { name: "pcc-vivace", aliases: &[], description: "PCC Vivace: gradient ascent on a latency-aware utility (NSDI'18)", params: pcc::vivace::PARAMS },
@@ -56,7 +57,8 @@ pub fn by_name(name: &str, params: &[(String, String)], path: &PathInfo) -> Resu
         "cubic" => Box::new(cubic::Cubic::from_params(&p, path)?),
         "dctcp" => Box::new(dctcp::Dctcp::from_params(&p, path)?),
         "timely" => Box::new(Timely::from_params(Signal::Rtt, &p, path)?),
-        "oracle-timely" => Box::new(Timely::from_params(Signal::QueueDepth, &p, path)?),
+        "oracle-timely" => Box::new(oracle::Oracle::from_params(&p, path)?),
+        "oracle-timely-seed" => Box::new(Timely::from_params(Signal::QueueDepth, &p, path)?),
         "vegas" => Box::new(vegas::Vegas::from_params(&p, path)?),
         "pcc-allegro" => Box::new(pcc::allegro::from_params(&p, path)?),
         "pcc-vivace" => Box::new(pcc::vivace::from_params(&p, path)?),
@@ -76,7 +78,7 @@ mod tests {
     fn every_listed_algorithm_builds_with_defaults_and_reports_its_name() {
         let path = PathInfo { mss: 1400, line_rate_bps: Some(100_000_000), init_cwnd_pkts: 10 };
         let all = list();
-        assert_eq!(all.len(), 8);
+        assert_eq!(all.len(), 9);
         for info in &all {
             let cc = by_name(info.name, &[], &path).unwrap();
             assert_eq!(cc.name(), info.name);

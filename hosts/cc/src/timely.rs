@@ -1,12 +1,16 @@
-//! TIMELY (Mittal et al., SIGCOMM 2015, Algorithm 1) and "oracle TIMELY".
+//! TIMELY (Mittal et al., SIGCOMM 2015, Algorithm 1) and the TIMELY seed's
+//! "oracle TIMELY".
 //!
 //! Both run the same control law ([`TimelyLaw`]); they differ only in the
 //! congestion signal it is fed once per completion event:
 //! * `timely`: the RTT of the completion, in µs;
-//! * `oracle-timely`: the path's maximum queue depth echoed in-band by the
-//!   switch, in packets. Thresholds and the gradient normaliser are then in
-//!   packets too, so the law is unchanged; the queue is converted to a
-//!   queueing delay (q·mss·8/line_rate) only for reporting.
+//! * `oracle-timely-seed`: the path's maximum queue depth echoed in-band by
+//!   the switch, in packets (the seed's oracle: TIMELY's law on the queue).
+//!   Thresholds and the gradient normaliser are then in packets too, so the
+//!   law is unchanged; the queue is converted to a queueing delay
+//!   (q·mss·8/line_rate) only for reporting.
+//!
+//! `oracle-timely` (crate::oracle) is the oracle built for the queue signal.
 
 use std::collections::BTreeMap;
 
@@ -258,7 +262,7 @@ impl CongestionControl for Timely {
     fn name(&self) -> &'static str {
         match self.signal {
             Signal::Rtt => "timely",
-            Signal::QueueDepth => "oracle-timely",
+            Signal::QueueDepth => "oracle-timely-seed",
         }
     }
     fn on_ack(&mut self, s: &AckSample) {
@@ -442,7 +446,7 @@ mod tests {
     #[test]
     fn oracle_cuts_on_queue_growth_while_rtt_is_flat() {
         let mut timely = build("timely", Signal::Rtt, &[]);
-        let mut oracle = build("oracle-timely", Signal::QueueDepth, &[]);
+        let mut oracle = build("oracle-timely-seed", Signal::QueueDepth, &[]);
         // Norm at 10 Gbps, mss 1000, min_rtt 20 µs: 25 packets.
         // RTT flat at 100 µs (between Tlow and Thigh) while the echoed
         // queue builds 6 -> 8 -> 10 -> 12 packets (between 5 and 20).
@@ -472,7 +476,7 @@ mod tests {
 
     #[test]
     fn oracle_thresholds_are_in_packets() {
-        let mut oracle = build("oracle-timely", Signal::QueueDepth, &[]);
+        let mut oracle = build("oracle-timely-seed", Signal::QueueDepth, &[]);
         oracle.on_ack(&sample(SEG, 10_000, Some(2)));
         assert_eq!(oracle.law().last_branch(), Some(Branch::BelowTlow), "q=2 < 5 pkts despite a 10 ms RTT");
         oracle.on_ack(&sample(SEG, 10, Some(40)));

@@ -76,6 +76,7 @@ fn run(cc: &mut dyn CongestionControl, link: &Link, duration_ns: u64) -> Outcome
                         path_qdepth_pkts: Some(a.q),
                         inflight_bytes: inflight,
                         acked_pkts: 1,
+                        hops: vec![],
                     });
                 }
                 (None, Some(tl)) if tl <= now => {
@@ -202,11 +203,17 @@ fn timely_and_oracle_keep_the_queue_short() {
     eprintln!("timely {o:?}");
     assert!(o.goodput_bps > 0.75 * link.capacity_bps, "{o:?}");
     assert!(o.mean_queue < 10.0 && o.loss_rate == 0.0, "{o:?}");
-    let mut q = build("oracle-timely", &[("delta_mbps", "1")], &link);
+    let mut q = build("oracle-timely-seed", &[("delta_mbps", "1")], &link);
     let o = run(q.as_mut(), &link, 4_000_000_000);
-    eprintln!("oracle {o:?}");
+    eprintln!("oracle (seed law) {o:?}");
     assert!(o.goodput_bps > 0.75 * link.capacity_bps, "{o:?}");
     assert!(o.max_queue <= 20 && o.loss_rate == 0.0, "queue held below thigh = 20 packets: {o:?}");
+    // The oracle's own law holds its one-packet target at full rate.
+    let mut q = build("oracle-timely", &[("pkt_bytes", "1400")], &link);
+    let o = run(q.as_mut(), &link, 4_000_000_000);
+    eprintln!("oracle {o:?} {:?}", q.state());
+    assert!(o.goodput_bps > 0.95 * link.capacity_bps, "{o:?}");
+    assert!(o.mean_queue < 3.0 && o.loss_rate == 0.0, "{o:?}");
 }
 
 #[test]

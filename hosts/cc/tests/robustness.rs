@@ -42,8 +42,9 @@ fn garbage_in_no_panic_and_still_able_to_send() {
                     1 => g.pick(u64::MAX),
                     _ => now.saturating_add(g.next() % 100_000),
                 };
-                match g.next() % 6 {
+                match g.next() % 7 {
                     0 => cc.on_send(now, g.pick(100_000)),
+                    6 => cc.on_queue_report(now, &cc::QueueReport { hop: (g.next() % 4) as u32, depth_pkts: g.pick(500) as f64, at_us: 0 }),
                     1 => cc.on_loss(now, g.pick(100_000)),
                     2 => cc.on_rto(now),
                     3 => cc.on_tick(now),
@@ -57,6 +58,9 @@ fn garbage_in_no_panic_and_still_able_to_send() {
                             path_qdepth_pkts: if g.next().is_multiple_of(4) { None } else { Some(g.pick(500) as u32) },
                             inflight_bytes: g.pick(1_000_000),
                             acked_pkts: (g.next() % 64) as u32,
+                            hops: (0..g.next() % 5)
+                                .map(|_| cc::QueueReport { hop: (g.next() % 4) as u32, depth_pkts: g.pick(500) as f64, at_us: g.pick(1 << 40) })
+                                .collect(),
                         });
                     }
                 }

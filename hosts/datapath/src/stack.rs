@@ -35,6 +35,8 @@ pub struct SenderReport {
     pub foreign_pkts: u64,
     pub late_acks: u64,
     pub bad_acks: u64,
+    /// Returned postcards (feed) delivered to a flow.
+    pub feed_reports: u64,
     pub bytes_acked: u64,
     pub elapsed_ns: u64,
     pub pacing: GapSummary,
@@ -52,7 +54,7 @@ impl SenderReport {
     }
     pub fn to_json(&self) -> String {
         format!(
-            "{{\"datapath\": \"udp\", \"src\": \"{}\", \"flows_started\": {}, \"flows_complete\": {}, \"flows_failed\": {}, \"pkts_sent\": {}, \"retx_pkts\": {}, \"local_drops\": {}, \"acks\": {}, \"foreign_pkts\": {}, \"late_acks\": {}, \"bad_acks\": {}, \"bytes_acked\": {}, \"elapsed_ns\": {}, \"goodput_mbps\": {:.3}, \"pacing\": {}, \"wake_late\": {}}}",
+            "{{\"datapath\": \"udp\", \"src\": \"{}\", \"flows_started\": {}, \"flows_complete\": {}, \"flows_failed\": {}, \"pkts_sent\": {}, \"retx_pkts\": {}, \"local_drops\": {}, \"acks\": {}, \"foreign_pkts\": {}, \"late_acks\": {}, \"bad_acks\": {}, \"feed_reports\": {}, \"bytes_acked\": {}, \"elapsed_ns\": {}, \"goodput_mbps\": {:.3}, \"pacing\": {}, \"wake_late\": {}}}",
             self.src,
             self.flows_started,
             self.flows_complete,
@@ -64,6 +66,7 @@ impl SenderReport {
             self.foreign_pkts,
             self.late_acks,
             self.bad_acks,
+            self.feed_reports,
             self.bytes_acked,
             self.elapsed_ns,
             self.goodput_mbps(),
@@ -244,10 +247,22 @@ impl SenderStack {
         Ok(())
     }
 
-    /// A datagram that arrived for this agent (an ACK, or something foreign).
+    /// A datagram that arrived for this agent (an ACK, a returned
+    /// postcard, or something foreign).
     pub fn on_datagram(&mut self, now: u64, data: &[u8], from: SocketAddrV4) -> Result<(), DatapathError> {
         let Some(id) = wire::ack_flow_id(data) else {
-            self.report.foreign_pkts += 1;
+            match telemetry::feed::parse(data) {
+                // The postcard names the packet's destination: the flows
+                // to it hear of the queue that packet found.
+                Some(pc) => {
+                    let dst = SocketAddrV4::new(pc.dst_ip, pc.dst_port);
+                    for a in self.flows.iter_mut().filter(|a| a.dst == dst) {
+                        a.sender.on_feed(now, &pc);
+                        self.report.feed_reports += 1;
+                    }
+                }
+                None => self.report.foreign_pkts += 1,
+            }
             return Ok(());
         };
         let Some(&k) = self.index.get(&id) else {

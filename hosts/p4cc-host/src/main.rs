@@ -299,6 +299,10 @@ struct CollectArgs {
     out: PathBuf,
     #[arg(long)]
     duration_s: Option<f64>,
+    /// Also return each transport data packet's postcard to its sender
+    /// (postcard-fed oracle TIMELY: `--cc-param source=postcard`).
+    #[arg(long)]
+    feed: bool,
 }
 
 #[derive(Args, Clone)]
@@ -640,8 +644,13 @@ fn run(cli: Cli) -> Result<bool, CliError> {
         Cmd::Gen(g) => run_gen(g.datapath, g.start_at_unix_ns, g.start_in_ms, &g.opts, &g.workload),
         Cmd::Collect(a) => {
             let stop = stop_flag();
-            eprintln!("p4cc-host collect: listening on udp {}, writing {}", a.listen, a.out.display());
-            let st = telemetry::collector::run(a.listen, &a.out, &stop, a.duration_s.map(std::time::Duration::from_secs_f64))?;
+            eprintln!(
+                "p4cc-host collect: listening on udp {}, writing {}{}",
+                a.listen,
+                a.out.display(),
+                if a.feed { ", returning data packets' postcards to their senders" } else { "" }
+            );
+            let st = telemetry::collector::run(a.listen, &a.out, &stop, a.duration_s.map(std::time::Duration::from_secs_f64), a.feed)?;
             println!("{}", st.to_json());
             Ok(true)
         }

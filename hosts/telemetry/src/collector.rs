@@ -1,5 +1,7 @@
 //! The postcard collector: a UDP socket whose datagrams are postcards,
-//! written as CSV rows ([`Postcard::CSV_HEADER`]).
+//! written as CSV rows ([`Postcard::CSV_HEADER`]); with `feed`, it also
+//! returns each transport data packet's postcard to the packet's sender
+//! ([`crate::feed`]).
 
 use crate::postcard::Postcard;
 use std::fs::File;
@@ -24,13 +26,15 @@ pub struct CollectorStats {
     pub datagrams: u64,
     pub postcards: u64,
     pub malformed: u64,
+    /// Postcards returned to senders (feed mode).
+    pub fed: u64,
 }
 
 impl CollectorStats {
     pub fn to_json(&self) -> String {
         format!(
-            "{{\"datagrams\": {}, \"postcards\": {}, \"malformed\": {}}}",
-            self.datagrams, self.postcards, self.malformed
+            "{{\"datagrams\": {}, \"postcards\": {}, \"malformed\": {}, \"fed\": {}}}",
+            self.datagrams, self.postcards, self.malformed, self.fed
         )
     }
 }
@@ -39,33 +43,38 @@ fn unix_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
 }
 
-/// Handles one datagram: appends a row or counts it as malformed.
+/// Handles one datagram: appends a row (and returns the postcard) or
+/// counts it as malformed.
 pub fn handle_datagram<W: Write>(
     buf: &[u8],
     recv_unix_ns: u64,
     out: &mut W,
     stats: &mut CollectorStats,
-) -> std::io::Result<()> {
+) -> std::io::Result<Option<Postcard>> {
     stats.datagrams += 1;
     match Postcard::parse(buf) {
         Ok(p) => {
             stats.postcards += 1;
-            writeln!(out, "{}", p.csv_row(recv_unix_ns))
+            writeln!(out, "{}", p.csv_row(recv_unix_ns))?;
+            Ok(Some(p))
         }
         Err(_) => {
             stats.malformed += 1;
-            Ok(())
+            Ok(None)
         }
     }
 }
 
 /// Runs until `stop` is set (checked every 100 ms) or `max_duration`
-/// elapses; flushes the CSV at least once per second and on return.
+/// elapses; flushes the CSV at least once per second and on return. With
+/// `feed`, each transport data packet's postcard also goes back to its
+/// sender from the listening socket.
 pub fn run(
     listen: SocketAddr,
     out_path: &Path,
     stop: &AtomicBool,
     max_duration: Option<Duration>,
+    feed: bool,
 ) -> Result<CollectorStats, CollectorError> {
     let sock = UdpSocket::bind(listen).map_err(|source| CollectorError::Bind { addr: listen, source })?;
     sock.set_read_timeout(Some(Duration::from_millis(100))).map_err(CollectorError::Socket)?;
@@ -84,7 +93,14 @@ pub fn run(
         }
         match sock.recv_from(&mut buf) {
             Ok((n, _from)) => {
-                handle_datagram(&buf[..n], unix_ns(), &mut out, &mut stats).map_err(oerr)?;
+                let pc = handle_datagram(&buf[..n], unix_ns(), &mut out, &mut stats).map_err(oerr)?;
+                if let Some((to, bytes)) = pc.filter(|_| feed).as_ref().and_then(crate::feed::feed_for) {
+                    // A send that fails (no route, buffer full) is a lost
+                    // report, as a dropped packet would be.
+                    if sock.send_to(&bytes, to).is_ok() {
+                        stats.fed += 1;
+                    }
+                }
             }
             Err(e)
                 if e.kind() == std::io::ErrorKind::WouldBlock
@@ -134,7 +150,7 @@ mod tests {
         let mut bad = p.encode();
         bad[0] = 0;
         handle_datagram(&bad, 99, &mut out, &mut st).unwrap();
-        assert_eq!(st, CollectorStats { datagrams: 4, postcards: 1, malformed: 3 });
+        assert_eq!(st, CollectorStats { datagrams: 4, postcards: 1, malformed: 3, fed: 0 });
         assert_eq!(String::from_utf8(out).unwrap(), "99,1,2,3,4,5,7,1.2.3.4,5.6.7.8,6,9,10,1,11,packets\n");
     }
 
@@ -148,21 +164,34 @@ mod tests {
         let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
         std::thread::scope(|s| {
-            let h = s.spawn(|| run(addr, &path, &stop, Some(Duration::from_secs(5))));
+            let h = s.spawn(|| run(addr, &path, &stop, Some(Duration::from_secs(5)), true));
             let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+            tx.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
             let mut raw = [1u8; 54];
             raw[1] = 0x11;
-            let p = Postcard::parse(&raw).unwrap();
+            let mut p = Postcard::parse(&raw).unwrap();
+            // A data packet's postcard from the "sender" tx: fed back to it.
+            p.src_ip = std::net::Ipv4Addr::LOCALHOST;
+            p.src_port = tx.local_addr().unwrap().port();
+            p.dst_port = crate::shim::DATA_PORT;
+            p.protocol = 17;
+            let mut back = 0;
+            let mut rbuf = [0u8; 128];
             for _ in 0..50 {
                 std::thread::sleep(Duration::from_millis(10));
                 tx.send_to(&p.encode(), addr).unwrap();
                 tx.send_to(b"garbage", addr).unwrap();
+                if let Ok((n, _)) = tx.recv_from(&mut rbuf) {
+                    assert_eq!(crate::feed::parse(&rbuf[..n]), Some(p));
+                    back += 1;
+                }
             }
             std::thread::sleep(Duration::from_millis(100));
             stop.store(true, Ordering::Relaxed);
             let st = h.join().unwrap().unwrap();
             assert!(st.postcards >= 40, "{st:?}");
             assert!(st.malformed >= 40);
+            assert!(back >= 40 && st.fed >= 40, "{back} {st:?}");
         });
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.starts_with("recv_unix_ns,"));

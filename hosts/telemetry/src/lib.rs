@@ -9,6 +9,7 @@
 
 pub mod be;
 pub mod collector;
+pub mod feed;
 pub mod postcard;
 pub mod shim;
 

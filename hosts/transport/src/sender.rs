@@ -12,9 +12,35 @@ use crate::payload;
 use crate::wire::{
     self, Ack, DataHeader, DATA_HDR_LEN, DF_PROBE, DF_RETX, IP_UDP_OVERHEAD, SIZE_UNKNOWN, TYPE_ABORT, TYPE_DATA,
 };
-use cc::{AckSample, CongestionControl};
+use cc::{AckSample, CongestionControl, QueueReport};
 use std::collections::{BTreeSet, VecDeque};
-use telemetry::shim::{HopRecord, SHIM_FIXED_LEN};
+use telemetry::postcard::Postcard;
+use telemetry::shim::{depth_to_packets, HopRecord, SHIM_FIXED_LEN};
+use telemetry::DepthUnit;
+
+/// Full-sized packet used to turn 80-byte-cell depths into packets (the
+/// receiver's default `depth_pkt_bytes`).
+const DEPTH_PKT_BYTES: u32 = 1500;
+
+/// A hop record as the congestion control sees it.
+pub fn hop_report(h: &HopRecord, unit: DepthUnit) -> QueueReport {
+    QueueReport {
+        hop: QueueReport::hop_key(h.switch_id, h.egress_port),
+        depth_pkts: f64::from(depth_to_packets(h.enq_qdepth, unit, DEPTH_PKT_BYTES)),
+        at_us: h.egress_ts_us.saturating_sub(u64::from(h.deq_timedelta_us)),
+    }
+}
+
+/// A postcard as the congestion control sees it: its units byte says
+/// whether the depth is packets or a Tofino's 80-byte cells, and whether
+/// its times are µs or ns.
+pub fn postcard_report(p: &Postcard) -> QueueReport {
+    QueueReport {
+        hop: QueueReport::hop_key(p.switch_id, p.egress_port),
+        depth_pkts: f64::from(depth_to_packets(p.enq_qdepth, p.depth_unit(), DEPTH_PKT_BYTES)),
+        at_us: p.egress_ts_us().saturating_sub(p.qdelay_us()),
+    }
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SenderConfig {
@@ -160,6 +186,8 @@ pub struct SenderStats {
     pub rtt_sum_ns: u128,
     pub min_rtt_ns: u64,
     pub max_qdepth_pkts: u32,
+    /// Queue reports that arrived out of band (returned postcards).
+    pub feed_reports: u64,
 }
 
 /// What one ACK did (for logging).
@@ -665,6 +693,7 @@ impl FlowSender {
         if let Some(q) = qd {
             self.stats.max_qdepth_pkts = self.stats.max_qdepth_pkts.max(q);
         }
+        let unit = ack.depth_unit().unwrap_or(DepthUnit::Packets);
         let sample = AckSample {
             now_ns,
             acked_bytes: newly,
@@ -673,6 +702,7 @@ impl FlowSender {
             path_qdepth_pkts: qd,
             inflight_bytes: self.inflight,
             acked_pkts: pkts,
+            hops: ack.hops.iter().map(|h| hop_report(h, unit)).collect(),
         };
         self.cc.on_ack(&sample);
         if lost > 0 {
@@ -704,6 +734,15 @@ impl FlowSender {
         out.inflight = self.inflight;
         out.hops = ack.hops.clone();
         out
+    }
+
+    /// A postcard of one of this flow's packets, returned by the collector.
+    pub fn on_feed(&mut self, now_ns: u64, p: &Postcard) {
+        if self.is_done() {
+            return;
+        }
+        self.stats.feed_reports += 1;
+        self.cc.on_queue_report(now_ns, &postcard_report(p));
     }
 
     /// Declares holes lost: a never-retransmitted segment with >= dupthresh
