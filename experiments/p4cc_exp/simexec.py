@@ -159,8 +159,10 @@ class VirtualTime:
                     reads[item] = {"unix_ns": ev["unix_ns"],
                                    "ports": {r.key(): sw.ops[r.switch].port_counters([r.port])[r.port]
                                              for r in arm.measure.ports}}
-            sim.send(cmd="finish", grace_s=GRACE_S)
-            done = sim.until("done", progress)
+        # The controller lets go first: the simulator exits once it is done,
+        # and streams it closed under the controller would read as failures.
+        sim.send(cmd="finish", grace_s=GRACE_S)
+        done = sim.until("done", progress)
         measure = {"t0_unix_ns": ready["unix_base_ns"], "reads": reads,
                    "window_s": (reads["end"]["unix_ns"] - reads["start"]["unix_ns"]) / 1e9,
                    # wall time lives in logs/sim_done.json: results stay byte-identical

@@ -268,22 +268,7 @@ impl Oracle {
     }
 
     pub(crate) fn from_params(p: &Params, path: &PathInfo) -> Result<Oracle, CcError> {
-        let mbps = 1e6;
-        let line = match p.f64_in("line_rate_mbps", 0.0, 1e7)? {
-            x if x > 0.0 => x * mbps,
-            _ => path.line_rate_bps.filter(|&b| b > 0).map_or(10_000.0 * mbps, |b| b as f64),
-        };
-        let mut min_rate = p.f64_in("min_rate_mbps", 0.0, 1e7)? * mbps;
-        if min_rate > line {
-            if p.is_given("min_rate_mbps") {
-                return Err(p.invalid("min_rate_mbps", "exceeds the line rate"));
-            }
-            min_rate = line;
-        }
-        let init = match p.f64_in("init_rate_mbps", 0.0, 1e7)? {
-            x if x > 0.0 => x * mbps,
-            _ => line,
-        };
+        let (line, min_rate, init) = crate::timely::rate_bounds(p, path)?;
         let rtt_us = p.f64_in("rtt_us", 0.0, 1e9)?;
         let law = LawParams {
             target_pkts: p.f64_in("target_pkts", 0.0, 1e6)?,

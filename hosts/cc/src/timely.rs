@@ -198,23 +198,7 @@ impl Timely {
 
     pub(crate) fn from_params(signal: Signal, p: &Params, path: &PathInfo) -> Result<Self, CcError> {
         let mbps = 1e6;
-        let line = match p.f64_in("line_rate_mbps", 0.0, 1e7)? {
-            x if x > 0.0 => x * mbps,
-            _ => path.line_rate_bps.filter(|&b| b > 0).map_or(10_000.0 * mbps, |b| b as f64),
-        };
-        let mut min_rate = p.f64_in("min_rate_mbps", 0.0, 1e7)? * mbps;
-        if min_rate > line {
-            // A default floor above a slow line gives way; a floor the user
-            // asked for is a contradiction worth reporting.
-            if p.is_given("min_rate_mbps") {
-                return Err(p.invalid("min_rate_mbps", "exceeds the line rate"));
-            }
-            min_rate = line;
-        }
-        let init = match p.f64_in("init_rate_mbps", 0.0, 1e7)? {
-            x if x > 0.0 => x * mbps,
-            _ => line,
-        };
+        let (line, min_rate, init) = rate_bounds(p, path)?;
         let min_rtt_us = p.f64_in("min_rtt_us", 1e-3, 1e9)?;
         let (tlow, thigh, norm) = match signal {
             Signal::Rtt => (p.f64_in("tlow_us", 0.0, 1e9)?, p.f64_in("thigh_us", 0.0, 1e9)?, min_rtt_us),
@@ -314,6 +298,32 @@ impl CongestionControl for Timely {
         }
         m
     }
+}
+
+/// A rate-based sender's line rate, floor and start rate (bits/s) from its
+/// `line_rate_mbps`, `min_rate_mbps` and `init_rate_mbps`: the line rate
+/// defaults to the path's (or the TIMELY paper's 10 Gb/s), the start rate
+/// to the line rate.
+pub(crate) fn rate_bounds(p: &Params, path: &PathInfo) -> Result<(f64, f64, f64), CcError> {
+    let mbps = 1e6;
+    let line = match p.f64_in("line_rate_mbps", 0.0, 1e7)? {
+        x if x > 0.0 => x * mbps,
+        _ => path.line_rate_bps.filter(|&b| b > 0).map_or(10_000.0 * mbps, |b| b as f64),
+    };
+    let mut min_rate = p.f64_in("min_rate_mbps", 0.0, 1e7)? * mbps;
+    if min_rate > line {
+        // A default floor above a slow line gives way; a floor the user
+        // asked for is a contradiction worth reporting.
+        if p.is_given("min_rate_mbps") {
+            return Err(p.invalid("min_rate_mbps", "exceeds the line rate"));
+        }
+        min_rate = line;
+    }
+    let init = match p.f64_in("init_rate_mbps", 0.0, 1e7)? {
+        x if x > 0.0 => x * mbps,
+        _ => line,
+    };
+    Ok((line, min_rate, init))
 }
 
 #[cfg(test)]
