@@ -8,6 +8,14 @@ from pathlib import Path
 from p4cc_topo.plan import ArmPlan
 
 
+def sent_bytes(a: dict, b: dict) -> int:
+    """Bytes a port sent between two readings: what the switch put on the
+    wire where it says (``wire_tx_bytes``), else its P4 counter."""
+    if "wire_tx_bytes" in a and "wire_tx_bytes" in b:
+        return b["wire_tx_bytes"] - a["wire_tx_bytes"]
+    return b["tx_bytes"] - a["tx_bytes"]
+
+
 def arm_result(outdir: Path, arm: ArmPlan) -> dict:
     """The measured facts of one arm:
 
@@ -30,6 +38,6 @@ def arm_result(outdir: Path, arm: ArmPlan) -> dict:
     if q and "start" in reads and "end" in reads:
         a, b = reads["start"]["ports"].get(q.key()), reads["end"]["ports"].get(q.key())
         if a and b:
-            out["tx_bytes"] = b["tx_bytes"] - a["tx_bytes"]
+            out["tx_bytes"] = sent_bytes(a, b)
             out["ce_marks"] = b["ce_marks"] - a["ce_marks"]
     return out

@@ -17,7 +17,7 @@ from pathlib import Path
 from p4cc_control.program import Endpoint, program
 from p4cc_topo.plan import ArmPlan, Plan
 
-from .executors import ExecutorError, NamespaceLab
+from .executors import ExecutorError, NamespaceLab, read_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Kernel congestion controls and the transport algorithm that models each
@@ -156,9 +156,7 @@ class VirtualTime:
                 if what == "event":
                     NamespaceLab.apply_event(sw, item)
                 else:
-                    reads[item] = {"unix_ns": ev["unix_ns"],
-                                   "ports": {r.key(): sw.ops[r.switch].port_counters([r.port])[r.port]
-                                             for r in arm.measure.ports}}
+                    reads[item] = {"unix_ns": ev["unix_ns"], "ports": read_ports(arm, sw, eps)}
         # The controller lets go first: the simulator exits once it is done,
         # and streams it closed under the controller would read as failures.
         sim.send(cmd="finish", grace_s=GRACE_S)

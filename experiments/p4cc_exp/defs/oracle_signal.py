@@ -29,6 +29,7 @@ from .. import blocks, metrics, series
 from ..blocks import kv_params
 from ..experiment import Experiment
 from ..params import Param, rate_bps, seconds, str_list
+from ..results import sent_bytes
 from ..stats import jain_index, mean, percentile
 from ..verdicts import QUEUE, RATE, fmt, verdict
 from .timely_incast import TIMELY_PARAMS, timely_cc_params
@@ -223,7 +224,7 @@ class OracleSignal(Experiment):
             depths = [c["depth"] for c in cards if c["t"] >= t0]
             a, b = reads.get("start", {}).get("ports", {}).get(key), \
                 reads.get("end", {}).get("ports", {}).get(key)
-            util = ((b["tx_bytes"] - a["tx_bytes"]) * 8 / (p["rate"] * window)
+            util = (sent_bytes(a, b) * 8 / (p["rate"] * window)
                     if a and b and window > 0 else math.nan)
             ports[key] = {"queue_p95_pkts": percentile(depths, 95),
                           "queue_mean_pkts": mean(depths), "utilisation": util}
