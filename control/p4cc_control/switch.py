@@ -537,7 +537,15 @@ class AsyncSwitch:
 # --------------------------------------------------------------------------
 
 class _LoopThread:
-    """An event loop on a daemon thread; run() blocks on a coroutine there."""
+    """An event loop on a daemon thread; run() blocks on a coroutine there.
+
+    One per process, shared by every blocking Switch: grpc.aio's completion
+    queue delivers to the loop a channel was made on, and a second loop
+    closed while a channel of another is still live gets "Event loop is
+    closed" callbacks (seen with the four switches of a parking lot)."""
+
+    _shared: "_LoopThread | None" = None
+    _lock = threading.Lock()
 
     def __init__(self):
         self.loop = asyncio.new_event_loop()
@@ -545,14 +553,34 @@ class _LoopThread:
                                        daemon=True)
         self.thread.start()
 
+    @classmethod
+    def shared(cls) -> "_LoopThread":
+        with cls._lock:
+            if cls._shared is None or not cls._shared.thread.is_alive():
+                cls._shared = cls()
+            return cls._shared
+
+    @classmethod
+    def for_caller(cls) -> "_LoopThread":
+        """The shared loop, or a private one when the caller runs on the
+        shared loop's own thread (a blocking call from a callback there,
+        e.g. a watch's emit, would wait on itself)."""
+        lt = cls.shared()
+        return cls() if threading.current_thread() is lt.thread else lt
+
+    @property
+    def private(self) -> bool:
+        return self is not _LoopThread._shared
+
     def run(self, coro, timeout=None):
         fut = asyncio.run_coroutine_threadsafe(coro, self.loop)
         return fut.result(timeout)
 
     def stop(self):
+        """Stops a private loop (the shared one runs for the process)."""
+        if not self.private:
+            return
         if self.loop.is_running():
-            # Let grpc.aio's own tasks finish their cancellation, so the
-            # loop does not die with tasks pending (and say so on stderr).
             async def drain():
                 me = asyncio.current_task()
                 rest = [t for t in asyncio.all_tasks() if t is not me]
@@ -573,7 +601,7 @@ class Switch:
     """Blocking wrapper of AsyncSwitch: same attributes, plain calls."""
 
     def __init__(self, *args, **kwargs):
-        self._lt = _LoopThread()
+        self._lt = _LoopThread.for_caller()
 
         async def make():
             return AsyncSwitch(*args, **kwargs)
@@ -600,7 +628,10 @@ class Switch:
         try:
             sw._lt.run(sw.aio.open(primary=primary, push=push, check=check))
         except BaseException:
-            sw._lt.stop()
+            try:
+                sw.close()
+            except Exception:
+                pass  # the open's own error is the one to report
             raise
         return sw
 
