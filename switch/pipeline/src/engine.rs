@@ -8,12 +8,14 @@
 use crate::actions::{self, Exec};
 use crate::bits::BitWriter;
 use crate::eval::Ctx;
+use crate::fast::FastProgram;
 use crate::ir::{KeySrc, Node, Program};
 use crate::packet::Pkt;
 use crate::parser;
 use crate::phv::Phv;
 use crate::rng::Rng;
 use crate::state::{Replica, State};
+use crate::tables::TableState;
 use std::sync::Arc;
 
 /// bmv2 simple_switch instance_type values.
@@ -61,7 +63,7 @@ impl Queued {
     }
     /// standard_metadata.instance_type of the packet (0 if absent).
     pub fn instance_type(&self, program: &Program) -> u32 {
-        program.sm.instance_type.map_or(0, |s| self.pkt.phv.f[s] as u32)
+        program.sm.instance_type.map_or(0, |s| self.pkt.phv.f()[s] as u32)
     }
 }
 
@@ -83,6 +85,9 @@ pub struct QueueMeta {
 const POOL_MAX: usize = 256;
 
 struct Scratch {
+    /// Table snapshots as of `tables_gen` (see state.rs).
+    tables: Vec<Arc<TableState>>,
+    tables_gen: u64,
     pool: Vec<Box<Pkt>>,
     rng: Rng,
     buf: Vec<u8>,
@@ -95,6 +100,8 @@ struct Scratch {
 pub struct Engine {
     state: Arc<State>,
     prog: Arc<Program>,
+    /// The specialised control blocks (fast.rs); None: the general path.
+    fast: Option<Arc<FastProgram>>,
     s: Scratch,
 }
 
@@ -107,12 +114,24 @@ fn sm_set(p: &Program, phv: &mut Phv, slot: Option<usize>, v: i128) {
 fn copy_field_list(p: &Program, dst: &mut Phv, src: &Phv, fl: u16) {
     if let Some(slots) = p.field_lists.get(&(fl as u64)) {
         for &s in slots {
-            dst.f[s] = src.f[s];
+            dst.put(s, src.f()[s]);
         }
     }
 }
 
-fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt, start: Option<Node>) {
+fn run_action(fast: Option<&FastProgram>, x: &mut Exec, pkt: &mut Pkt, a: usize, args: &[u128]) {
+    match fast {
+        Some(f) => f.run_action(x, pkt, a, args),
+        None => actions::run(x, pkt, &x.p.action_defs[a].prims, args),
+    }
+}
+
+fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, fast: Option<&FastProgram>, pkt: &mut Pkt, start: Option<Node>) {
+    let gen = state.tables_gen();
+    if gen != s.tables_gen {
+        state.table_snapshots(&mut s.tables);
+        s.tables_gen = gen;
+    }
     let mut node = start;
     let mut steps = 0u32;
     while let Some(n) = node {
@@ -127,7 +146,11 @@ fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt, star
             Node::Cond(c) => {
                 let cond = &p.conds[c];
                 let ctx = Ctx { p, phv: &pkt.phv, args: &[], state };
-                if ctx.eval_bool(&cond.expr) {
+                let v = match fast {
+                    Some(f) => (f.conds[c])(&ctx),
+                    None => ctx.eval_bool(&cond.expr),
+                };
+                if v {
                     cond.t
                 } else {
                     cond.f
@@ -136,14 +159,14 @@ fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt, star
             Node::Call(c) => {
                 let call = &p.calls[c];
                 let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
-                actions::run(&mut x, pkt, &p.action_defs[call.action].prims, &[]);
+                run_action(fast, &mut x, pkt, call.action, &[]);
                 call.next
             }
             Node::Table(t) => {
                 let def = &p.table_defs[t];
                 if let Some((a, args)) = &def.fixed {
                     let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
-                    actions::run(&mut x, pkt, &p.action_defs[*a].prims, args);
+                    run_action(fast, &mut x, pkt, *a, args);
                     // A keyless table never hits.
                     node = def.next_node(false, Some(*a));
                     continue;
@@ -151,7 +174,7 @@ fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt, star
                 s.key.clear();
                 for k in &def.keys {
                     let mut v = match k.src {
-                        KeySrc::Slot(sl) => pkt.phv.f[sl],
+                        KeySrc::Slot(sl) => pkt.phv.f()[sl],
                         KeySrc::Valid(h) => pkt.phv.valid[h] as u128,
                     };
                     if let Some(m) = k.mask {
@@ -160,11 +183,11 @@ fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt, star
                     s.key.push(v);
                 }
                 let count = p.table_infos[t].direct_counter.map(|_| pkt.ingress_length as u64);
-                let res = state.table_read(t).lookup(def, &s.key, &mut s.lpm, &mut s.args, count);
+                let res = s.tables[t].lookup(def, &s.key, &mut s.lpm, &mut s.args, count);
                 if let Some(a) = res.action {
                     let args = std::mem::take(&mut s.args);
                     let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
-                    actions::run(&mut x, pkt, &p.action_defs[a].prims, &args);
+                    run_action(fast, &mut x, pkt, a, &args);
                     s.args = args;
                 }
                 def.next_node(res.hit, res.action)
@@ -182,15 +205,24 @@ impl Engine {
     /// An engine whose `random` draws come from the given seed.
     pub fn with_seed(state: Arc<State>, seed: u64) -> Engine {
         let prog = state.program().clone();
+        let fast = Some(Arc::new(FastProgram::build(&prog)));
         Engine {
             state,
             prog,
-            s: Scratch { pool: Vec::new(), rng: Rng::new(seed), buf: Vec::new(), key: Vec::new(), lpm: Vec::new(), args: Vec::new() },
+            fast,
+            s: Scratch { tables: Vec::new(), tables_gen: u64::MAX, pool: Vec::new(), rng: Rng::new(seed), buf: Vec::new(), key: Vec::new(), lpm: Vec::new(), args: Vec::new() },
         }
     }
 
     pub fn state(&self) -> &Arc<State> {
         &self.state
+    }
+
+    /// Runs the control blocks on the specialised fast path (the default)
+    /// or on the general interpreter. Both give the same results; the
+    /// general path is there to check that (tests/fuzz.rs).
+    pub fn set_fast_path(&mut self, on: bool) {
+        self.fast = on.then(|| Arc::new(FastProgram::build(&self.prog)));
     }
 
     /// Parser, verify-checksum, ingress, then traffic-manager decisions.
@@ -212,7 +244,7 @@ impl Engine {
     pub fn ingress_recirculated(&mut self, q: Queued, _now_us: u64, out: &mut Vec<Queued>) {
         let mut pkt = q.pkt;
         let frame = std::mem::take(&mut pkt.payload);
-        let port = self.prog.sm.ingress_port.map_or(0, |s| pkt.phv.f[s] as u32);
+        let port = self.prog.sm.ingress_port.map_or(0, |s| pkt.phv.f()[s] as u32);
         self.ingress_common(pkt, &frame, port, out, 0);
     }
 
@@ -224,13 +256,14 @@ impl Engine {
         let sm = p.sm;
         let parsed = self.parse_into(&mut pkt, frame);
         let _ = parsed;
-        run_pipeline(p, state, &mut self.s, &mut pkt, p.ingress_start);
+        let fast = self.fast.clone();
+        run_pipeline(p, state, &mut self.s, fast.as_deref(), &mut pkt, p.ingress_start);
         pkt.exit = false;
         if pkt.assert_failed {
             return self.recycle(pkt);
         }
-        let egress_spec = sm.egress_spec.map_or(0, |s| pkt.phv.f[s] as u32);
-        let mgid = sm.mcast_grp.map_or(0, |s| pkt.phv.f[s] as u16);
+        let egress_spec = sm.egress_spec.map_or(0, |s| pkt.phv.f()[s] as u32);
+        let mgid = sm.mcast_grp.map_or(0, |s| pkt.phv.f()[s] as u16);
 
         // I2E clone: re-parse the original frame, preserve the field list.
         if let Some((session, fl)) = pkt.clone.take() {
@@ -255,7 +288,7 @@ impl Engine {
             copy_field_list(p, &mut r.phv, &pkt.phv, pkt.resubmit);
             sm_set(p, &mut r.phv, sm.instance_type, instance_type::RESUBMIT as i128);
             sm_set(p, &mut r.phv, sm.packet_length, pkt.ingress_length as i128);
-            let port = sm.ingress_port.map_or(0, |s| r.phv.f[s] as u32);
+            let port = sm.ingress_port.map_or(0, |s| r.phv.f()[s] as u32);
             self.recycle(pkt);
             self.ingress_common(r, frame, port, out, depth + 1);
             return;
@@ -317,7 +350,7 @@ impl Engine {
         let p = &*self.prog;
         if let Some(s) = p.sm.priority {
             // simple_switch with one queue per port drops other priorities
-            if pkt.phv.f[s] != 0 {
+            if pkt.phv.f()[s] != 0 {
                 return;
             }
         }
@@ -349,7 +382,8 @@ impl Engine {
         sm_set(p, &mut pkt.phv, sm.egress_spec, DROP_PORT as i128 + 1);
         sm_set(p, &mut pkt.phv, sm.packet_length, pkt.pkt_len_reg as i128);
 
-        run_pipeline(p, state, &mut self.s, &mut pkt, p.egress_start);
+        let fast = self.fast.clone();
+        run_pipeline(p, state, &mut self.s, fast.as_deref(), &mut pkt, p.egress_start);
 
         if let Some((session, fl)) = pkt.clone.take() {
             if let Some(cs) = state.clone_session(session as u32) {
@@ -368,7 +402,7 @@ impl Engine {
             self.recycle(pkt);
             return None;
         }
-        let egress_spec = sm.egress_spec.map_or(0, |s| pkt.phv.f[s] as u32);
+        let egress_spec = sm.egress_spec.map_or(0, |s| pkt.phv.f()[s] as u32);
         if egress_spec == DROP_PORT {
             self.recycle(pkt);
             return None;
