@@ -228,8 +228,7 @@ impl Engine {
     /// Parser, verify-checksum, ingress, then traffic-manager decisions.
     /// Appends 0..n packets to `out`.
     pub fn ingress(&mut self, frame: &[u8], ingress_port: u32, now_us: u64, out: &mut Vec<Queued>) {
-        let prog = self.prog.clone();
-        let p = &*prog;
+        let p = &*self.prog;
         let len = frame.len() as u32;
         let mut pkt = Pkt::fresh(p, &mut self.s.pool, len);
         let sm = p.sm;
@@ -249,18 +248,15 @@ impl Engine {
     }
 
     fn ingress_common(&mut self, mut pkt: Box<Pkt>, frame: &[u8], ingress_port: u32, out: &mut Vec<Queued>, depth: u32) {
-        let prog = self.prog.clone();
-        let p = &*prog;
-        let state_arc = self.state.clone();
-        let state = &*state_arc;
+        // Fields borrowed apart, not `Arc`s cloned: two atomic operations
+        // per clone were a measurable part of a packet.
+        let (p, state, fast, s) = (&*self.prog, &*self.state, self.fast.as_deref(), &mut self.s);
         let sm = p.sm;
-        let parsed = self.parse_into(&mut pkt, frame);
-        let _ = parsed;
-        let fast = self.fast.clone();
-        run_pipeline(p, state, &mut self.s, fast.as_deref(), &mut pkt, p.ingress_start);
+        parse_into(p, state, s, &mut pkt, frame);
+        run_pipeline(p, state, s, fast, &mut pkt, p.ingress_start);
         pkt.exit = false;
         if pkt.assert_failed {
-            return self.recycle(pkt);
+            return s.recycle(pkt);
         }
         let egress_spec = sm.egress_spec.map_or(0, |s| pkt.phv.f()[s] as u32);
         let mgid = sm.mcast_grp.map_or(0, |s| pkt.phv.f()[s] as u16);
@@ -268,28 +264,28 @@ impl Engine {
         // I2E clone: re-parse the original frame, preserve the field list.
         if let Some((session, fl)) = pkt.clone.take() {
             if let Some(cs) = state.clone_session(session as u32) {
-                let mut c = Pkt::fresh(p, &mut self.s.pool, pkt.ingress_length);
+                let mut c = Pkt::fresh(p, &mut s.pool, pkt.ingress_length);
                 sm_set(p, &mut c.phv, sm.ingress_port, ingress_port as i128);
-                self.parse_into(&mut c, frame);
+                parse_into(p, state, s, &mut c, frame);
                 c.phv.reset_metadata(p);
                 copy_field_list(p, &mut c.phv, &pkt.phv, fl);
                 sm_set(p, &mut c.phv, sm.instance_type, instance_type::INGRESS_CLONE as i128);
                 c.pkt_len_reg = pkt.ingress_length;
-                self.replicate(c, &cs.replicas, cs.truncate, out);
+                replicate(p, c, &cs.replicas, cs.truncate, out);
             }
         }
 
         if pkt.resubmit != 0 {
             if depth >= MAX_RESUBMITS {
-                return self.recycle(pkt);
+                return s.recycle(pkt);
             }
-            let mut r = Pkt::fresh(p, &mut self.s.pool, pkt.ingress_length);
+            let mut r = Pkt::fresh(p, &mut s.pool, pkt.ingress_length);
             r.phv.reset_metadata(p);
             copy_field_list(p, &mut r.phv, &pkt.phv, pkt.resubmit);
             sm_set(p, &mut r.phv, sm.instance_type, instance_type::RESUBMIT as i128);
             sm_set(p, &mut r.phv, sm.packet_length, pkt.ingress_length as i128);
             let port = sm.ingress_port.map_or(0, |s| r.phv.f()[s] as u32);
-            self.recycle(pkt);
+            s.recycle(pkt);
             self.ingress_common(r, frame, port, out, depth + 1);
             return;
         }
@@ -297,75 +293,22 @@ impl Engine {
         if mgid != 0 {
             sm_set(p, &mut pkt.phv, sm.instance_type, instance_type::REPLICATION as i128);
             let replicas = state.with_mcast(mgid, |r| r.to_vec()).unwrap_or_default();
-            self.replicate(pkt, &replicas, None, out);
+            replicate(p, pkt, &replicas, None, out);
             return;
         }
 
         if egress_spec == DROP_PORT {
-            return self.recycle(pkt);
+            return s.recycle(pkt);
         }
         sm_set(p, &mut pkt.phv, sm.instance_type, instance_type::NORMAL as i128);
-        self.enqueue(pkt, egress_spec, None, false, out);
-    }
-
-    /// Parser + checksum verification into `pkt` (payload = unparsed rest).
-    fn parse_into(&mut self, pkt: &mut Pkt, frame: &[u8]) -> usize {
-        let p = &*self.prog;
-        let sm = p.sm;
-        let mut key = std::mem::take(&mut self.s.key);
-        let mut x = Exec { p, state: &self.state, rng: &mut self.s.rng, buf: &mut self.s.buf, drop_port: DROP_PORT };
-        let (parsed, err) = parser::parse(&mut x, pkt, frame, &mut key);
-        pkt.payload.clear();
-        pkt.payload.extend_from_slice(frame.get(parsed..).unwrap_or(&[]));
-        let bad = parser::verify_checksums(&mut x, pkt);
-        self.s.key = key;
-        sm_set(p, &mut pkt.phv, sm.parser_error, err as i128);
-        sm_set(p, &mut pkt.phv, sm.checksum_error, bad as i128);
-        parsed
-    }
-
-    fn replicate(&mut self, pkt: Box<Pkt>, replicas: &[Replica], trunc: Option<u32>, out: &mut Vec<Queued>) {
-        let prog = self.prog.clone();
-        let p = &*prog;
-        let n = replicas.len();
-        let mut pkt = Some(pkt);
-        for (i, r) in replicas.iter().enumerate() {
-            let mut c = if i + 1 == n {
-                match pkt.take() {
-                    Some(x) => x,
-                    None => return,
-                }
-            } else {
-                match pkt.as_ref() {
-                    Some(x) => x.clone(),
-                    None => return,
-                }
-            };
-            sm_set(p, &mut c.phv, p.sm.egress_rid, r.rid as i128);
-            self.enqueue(c, r.port, trunc, false, out);
-        }
-    }
-
-    fn enqueue(&self, pkt: Box<Pkt>, port: u32, trunc: Option<u32>, recirc: bool, out: &mut Vec<Queued>) {
-        let p = &*self.prog;
-        if let Some(s) = p.sm.priority {
-            // simple_switch with one queue per port drops other priorities
-            if pkt.phv.f()[s] != 0 {
-                return;
-            }
-        }
-        let len = if recirc { pkt.payload.len() } else { p.header_bytes(&pkt.phv.valid) + pkt.payload.len() };
-        out.push(Queued { pkt, egress_port: port, recirc, session_truncate: trunc, len });
+        enqueue(p, pkt, egress_spec, None, false, out);
     }
 
     /// Egress for a packet leaving its queue. Returns the frame to send on
     /// `pkt.egress_port()`, or None if dropped. E2E clones and
     /// recirculations are appended to `requeue`.
     pub fn egress(&mut self, q: Queued, qm: QueueMeta, now_us: u64, requeue: &mut Vec<Queued>) -> Option<Vec<u8>> {
-        let prog = self.prog.clone();
-        let p = &*prog;
-        let state_arc = self.state.clone();
-        let state = &*state_arc;
+        let (p, state, fast, s) = (&*self.prog, &*self.state, self.fast.as_deref(), &mut self.s);
         let sm = p.sm;
         let port = q.egress_port;
         let session_truncate = q.session_truncate;
@@ -382,43 +325,42 @@ impl Engine {
         sm_set(p, &mut pkt.phv, sm.egress_spec, DROP_PORT as i128 + 1);
         sm_set(p, &mut pkt.phv, sm.packet_length, pkt.pkt_len_reg as i128);
 
-        let fast = self.fast.clone();
-        run_pipeline(p, state, &mut self.s, fast.as_deref(), &mut pkt, p.egress_start);
+        run_pipeline(p, state, s, fast, &mut pkt, p.egress_start);
 
         if let Some((session, fl)) = pkt.clone.take() {
             if let Some(cs) = state.clone_session(session as u32) {
-                let mut c = Pkt::fresh(p, &mut self.s.pool, pkt.ingress_length);
+                let mut c = Pkt::fresh(p, &mut s.pool, pkt.ingress_length);
                 c.phv.copy_from(&pkt.phv);
                 c.phv.reset_metadata(p);
                 copy_field_list(p, &mut c.phv, &pkt.phv, fl);
                 sm_set(p, &mut c.phv, sm.instance_type, instance_type::EGRESS_CLONE as i128);
                 c.payload.extend_from_slice(&pkt.payload);
                 c.pkt_len_reg = pkt.pkt_len_reg;
-                self.replicate(c, &cs.replicas, cs.truncate, requeue);
+                replicate(p, c, &cs.replicas, cs.truncate, requeue);
             }
         }
 
         if pkt.assert_failed {
-            self.recycle(pkt);
+            s.recycle(pkt);
             return None;
         }
         let egress_spec = sm.egress_spec.map_or(0, |s| pkt.phv.f()[s] as u32);
         if egress_spec == DROP_PORT {
-            self.recycle(pkt);
+            s.recycle(pkt);
             return None;
         }
 
-        let mut frame = self.deparse(&mut pkt);
+        let mut frame = deparse(p, state, s, &mut pkt);
 
         if pkt.recirculate != 0 {
-            let mut r = Pkt::fresh(p, &mut self.s.pool, frame.len() as u32);
+            let mut r = Pkt::fresh(p, &mut s.pool, frame.len() as u32);
             r.phv.reset_metadata(p);
             copy_field_list(p, &mut r.phv, &pkt.phv, pkt.recirculate);
             sm_set(p, &mut r.phv, sm.instance_type, instance_type::RECIRC as i128);
             sm_set(p, &mut r.phv, sm.packet_length, frame.len() as i128);
             r.payload = frame;
-            self.enqueue(r, port, None, true, requeue);
-            self.recycle(pkt);
+            enqueue(p, r, port, None, true, requeue);
+            s.recycle(pkt);
             return None;
         }
 
@@ -429,35 +371,82 @@ impl Engine {
         if let Some(l) = limit {
             frame.truncate(l);
         }
-        self.recycle(pkt);
+        s.recycle(pkt);
         Some(frame)
     }
+}
 
+impl Scratch {
     fn recycle(&mut self, pkt: Box<Pkt>) {
-        if self.s.pool.len() < POOL_MAX {
-            self.s.pool.push(pkt);
+        if self.pool.len() < POOL_MAX {
+            self.pool.push(pkt);
         }
     }
+}
 
-    fn deparse(&mut self, pkt: &mut Pkt) -> Vec<u8> {
-        let p = &*self.prog;
-        let mut x = Exec { p, state: &self.state, rng: &mut self.s.rng, buf: &mut self.s.buf, drop_port: DROP_PORT };
-        parser::update_checksums(&mut x, pkt);
-        let hlen = p.header_bytes(&pkt.phv.valid);
-        let mut frame = Vec::with_capacity(hlen + pkt.payload.len());
-        let mut w = BitWriter::new(&mut frame);
-        for &h in &p.deparser {
-            if pkt.phv.valid[h] {
-                pkt.phv.deparse_into(p, h, &mut w);
+/// Parser + checksum verification into `pkt` (payload = unparsed rest).
+fn parse_into(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt, frame: &[u8]) -> usize {
+    let sm = p.sm;
+    let mut key = std::mem::take(&mut s.key);
+    let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
+    let (parsed, err) = parser::parse(&mut x, pkt, frame, &mut key);
+    pkt.payload.clear();
+    pkt.payload.extend_from_slice(frame.get(parsed..).unwrap_or(&[]));
+    let bad = parser::verify_checksums(&mut x, pkt);
+    s.key = key;
+    sm_set(p, &mut pkt.phv, sm.parser_error, err as i128);
+    sm_set(p, &mut pkt.phv, sm.checksum_error, bad as i128);
+    parsed
+}
+
+fn replicate(p: &Program, pkt: Box<Pkt>, replicas: &[Replica], trunc: Option<u32>, out: &mut Vec<Queued>) {
+    let n = replicas.len();
+    let mut pkt = Some(pkt);
+    for (i, r) in replicas.iter().enumerate() {
+        let mut c = if i + 1 == n {
+            match pkt.take() {
+                Some(x) => x,
+                None => return,
             }
-        }
-        w.finish();
-        frame.resize(hlen, 0);
-        let payload = match pkt.truncate {
-            Some(t) => &pkt.payload[..pkt.payload.len().min(t)],
-            None => &pkt.payload[..],
+        } else {
+            match pkt.as_ref() {
+                Some(x) => x.clone(),
+                None => return,
+            }
         };
-        frame.extend_from_slice(payload);
-        frame
+        sm_set(p, &mut c.phv, p.sm.egress_rid, r.rid as i128);
+        enqueue(p, c, r.port, trunc, false, out);
     }
+}
+
+fn enqueue(p: &Program, pkt: Box<Pkt>, port: u32, trunc: Option<u32>, recirc: bool, out: &mut Vec<Queued>) {
+    if let Some(s) = p.sm.priority {
+        // simple_switch with one queue per port drops other priorities
+        if pkt.phv.f()[s] != 0 {
+            return;
+        }
+    }
+    let len = if recirc { pkt.payload.len() } else { p.header_bytes(&pkt.phv.valid) + pkt.payload.len() };
+    out.push(Queued { pkt, egress_port: port, recirc, session_truncate: trunc, len });
+}
+
+fn deparse(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt) -> Vec<u8> {
+    let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
+    parser::update_checksums(&mut x, pkt);
+    let hlen = p.header_bytes(&pkt.phv.valid);
+    let mut frame = Vec::with_capacity(hlen + pkt.payload.len());
+    let mut w = BitWriter::new(&mut frame);
+    for &h in &p.deparser {
+        if pkt.phv.valid[h] {
+            pkt.phv.deparse_into(p, h, &mut w);
+        }
+    }
+    w.finish();
+    frame.resize(hlen, 0);
+    let payload = match pkt.truncate {
+        Some(t) => &pkt.payload[..pkt.payload.len().min(t)],
+        None => &pkt.payload[..],
+    };
+    frame.extend_from_slice(payload);
+    frame
 }
