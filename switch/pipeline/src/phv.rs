@@ -22,6 +22,7 @@ pub(crate) struct Phv {
 
 /// Chunks of 4 slots: 64 bytes, one cache line.
 const CHUNK_SHIFT: usize = 2;
+const CHUNK: usize = 1 << CHUNK_SHIFT;
 
 /// The value to store in a field of the given kind (truncate, or clamp for
 /// saturating fields), as bmv2's Field::export_bytes does.
@@ -102,7 +103,12 @@ impl Phv {
                 let c = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
                 let lo = c << CHUNK_SHIFT;
-                self.f[lo..(lo + (1 << CHUNK_SHIFT)).min(n)].fill(0);
+                // A whole chunk as an array: four stores inline, where a
+                // slice's fill() is a call to memset per chunk.
+                match self.f.get_mut(lo..lo + CHUNK).and_then(|s| <&mut [u128; CHUNK]>::try_from(s).ok()) {
+                    Some(ch) => *ch = [0; CHUNK],
+                    None => self.f[lo.min(n)..].fill(0),
+                }
             }
         }
         for (i, h) in p.headers.iter().enumerate() {
