@@ -10,9 +10,12 @@
 #       the shared cores are scheduled at saturation
 #   and the shaping accuracy of p4cc-switch (a 20 Mbit/s port under overload)
 #
-# usage: sudo switch/bench/bench.sh [-t SECONDS] [-n ROUNDS] [-s "PAYLOAD..."]
-#            [-r PPS] [-e PPS] [--pin] [--json FILE --p4info FILE.bin]
-#            [--only a,b,c,d,e,r]
+# usage: sudo [P4CC_PYTHON=/path/to/repo/.venv/bin/python] switch/bench/bench.sh
+#            [-t SECONDS] [-n ROUNDS] [-s "PAYLOAD..."] [-r PPS] [-e PPS] [--pin]
+#            [--json FILE --p4info FILE.bin] [--only a,b,c,d,e,r]
+# P4CC_PYTHON: a Python with the p4runtime package (the build reads the
+# P4Runtime protobufs from it). Unset, the script takes the project's own:
+# REPO/.venv/bin/python, else that of the main checkout of a git worktree.
 # --pin: forwarder on CPU 1, sender and receiver on CPU 0 (2+ cores).
 # Defaults: 4 s runs, 3 rounds (b, c, d interleaved; the best of each is
 # reported, the machine being shared), UDP payloads of 64 and 1400 bytes,
@@ -46,7 +49,7 @@ while [ $# -gt 0 ]; do
         --json) JSON=$2; shift 2 ;;
         --p4info) P4INFO=$2; shift 2 ;;
         --only) ONLY=$2; shift 2 ;;
-        -h|--help) sed -n 2,23p "$0"; exit 0 ;;
+        -h|--help) sed -n 2,24p "$0"; exit 0 ;;
         *) echo "bench.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -56,6 +59,23 @@ done
 if [ -z "$P4INFO" ] && [ -n "$JSON" ] && [ -f "${JSON%.json}.p4info.bin" ]; then P4INFO=${JSON%.json}.p4info.bin; fi
 [ "$(id -u)" = 0 ] || { echo "bench.sh: needs root (network namespaces)" >&2; exit 1; }
 command -v ethtool >/dev/null || { echo "bench.sh: needs ethtool (apt-get install ethtool)" >&2; exit 1; }
+
+# sudo drops the caller's environment and PATH: find the project's Python
+# (with p4runtime) rather than the system's, which has none.
+has_p4runtime() {
+    [ -x "$1" ] && PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python "$1" -c 'import p4.v1.p4runtime_pb2' 2>/dev/null
+}
+if [ -z "${P4CC_PYTHON:-}" ]; then
+    MAIN=$(cd "$REPO" && git rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)
+    for py in "$REPO/.venv/bin/python" "${MAIN:+${MAIN%/.git}/.venv/bin/python}"; do
+        if [ -n "$py" ] && has_p4runtime "$py"; then P4CC_PYTHON=$py; break; fi
+    done
+fi
+if [ -z "${P4CC_PYTHON:-}" ]; then
+    echo "bench.sh: no Python with p4runtime in $REPO/.venv (make setup); set P4CC_PYTHON=/path/to/repo/.venv/bin/python" >&2
+    exit 1
+fi
+export P4CC_PYTHON
 
 echo "== building (release)"
 (cd "$SWITCH_DIR" && nice -n 5 cargo build --release -q -p p4cc-switch -p p4cc-bench --bins --examples)
@@ -164,6 +184,8 @@ if [[ $ONLY == *d* ]]; then
     else echo "(d) skipped: simple_switch_grpc is not on PATH (or no JSON/P4Info)"; fi
 fi
 
+CPU_MODEL=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1)
+echo "== CPU: ${CPU_MODEL:-unknown} ($(uname -m)), kernel $(uname -r)"
 echo "== p4cc benchmarks on $(nproc) cores: ${SECS}s runs, best of $ROUNDS rounds, UDP payloads: $SIZES bytes, sender rate: $([ "$PPS" = 0 ] && echo 'as fast as it goes' || echo "$PPS pps")"
 if [[ $ONLY == *a* ]]; then
     echo "-- (a) pipeline alone, in process"

@@ -6,7 +6,11 @@
 //! (ports::EgressPort: enqueue, dequeue, transmit, delivery), as in
 //! p4cc-switch: the difference is the switch's own per-packet cost.
 //!
-//! usage: pipeline_pps CC_SWITCH.json [seconds] [frame_bytes] [--queue]
+//! With `--packets N` it runs exactly N packets instead of for a time:
+//! instruction counts (callgrind, `perf stat`) of two such runs differ by
+//! the per-packet cost alone, independent of the machine's load.
+//!
+//! usage: pipeline_pps CC_SWITCH.json [seconds] [frame_bytes] [--queue] [--packets N]
 use p4cc_bench::udp_frame;
 use pipeline::{ActionCall, Engine, MatchKey, Program, QueueMeta, State, TableEntry};
 use std::sync::Arc;
@@ -25,8 +29,17 @@ fn main() {
     let mut args: Vec<String> = std::env::args().collect();
     let with_queue = args.iter().any(|a| a == "--queue");
     args.retain(|a| a != "--queue");
+    let mut packets: Option<u64> = None;
+    if let Some(i) = args.iter().position(|a| a == "--packets") {
+        packets = args.get(i + 1).and_then(|s| s.parse().ok());
+        if packets.is_none() {
+            eprintln!("pipeline_pps: --packets needs a number");
+            std::process::exit(2);
+        }
+        args.drain(i..i + 2);
+    }
     let Some(path) = args.get(1) else {
-        eprintln!("usage: pipeline_pps CC_SWITCH.json [seconds] [frame_bytes]");
+        eprintln!("usage: pipeline_pps CC_SWITCH.json [seconds] [frame_bytes] [--queue] [--packets N]");
         std::process::exit(2);
     };
     let secs: f64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(2.0);
@@ -71,7 +84,8 @@ fn main() {
     let mut sent: u64 = 0;
     let mut t = 0u64;
     loop {
-        for _ in 0..1024 {
+        let batch = packets.map_or(1024, |p| p.saturating_sub(n).min(1024));
+        for _ in 0..batch {
             t += 1;
             engine.ingress(&frame, 1, t, &mut out);
             if with_queue {
@@ -106,7 +120,7 @@ fn main() {
             }
             n += 1;
         }
-        if start.elapsed().as_secs_f64() >= secs {
+        if packets.map_or(start.elapsed().as_secs_f64() >= secs, |p| n >= p) {
             break;
         }
     }

@@ -105,9 +105,9 @@ pub(crate) fn run(x: &mut Exec, pkt: &mut Pkt, prims: &[Prim], args: &[u128]) {
                     pkt.phv.set(p, s, v);
                 }
             }
-            Prim::SetConst { dst, value } => pkt.phv.f[*dst] = *value,
-            Prim::SetArg { dst, arg, mask } => pkt.phv.f[*dst] = args.get(*arg).copied().unwrap_or(0) & mask,
-            Prim::CopyField { dst, src, mask } => pkt.phv.f[*dst] = pkt.phv.f[*src] & mask,
+            Prim::SetConst { dst, value } => pkt.phv.put(*dst, *value),
+            Prim::SetArg { dst, arg, mask } => pkt.phv.put(*dst, args.get(*arg).copied().unwrap_or(0) & mask),
+            Prim::CopyField { dst, src, mask } => pkt.phv.put(*dst, pkt.phv.f()[*src] & mask),
             Prim::AssignHeader(d, s) => {
                 let c = ctx!();
                 if let (Some(d), Some(s)) = (c.hdr(d), c.hdr(s)) {

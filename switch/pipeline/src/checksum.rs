@@ -158,7 +158,7 @@ pub(crate) fn build_input(p: &Program, c: &Calc, phv: &Phv, payload: &[u8], buf:
         match inp {
             CalcInput::Field { slot, header } => {
                 if phv.valid[*header] {
-                    w.write(p.slots[*slot].width, phv.f[*slot]);
+                    w.write(p.slots[*slot].width, phv.f()[*slot]);
                 }
             }
             CalcInput::Const { value, bits } => w.write(*bits, *value),

@@ -8,12 +8,14 @@
 use crate::actions::{self, Exec};
 use crate::bits::BitWriter;
 use crate::eval::Ctx;
+use crate::fast::FastProgram;
 use crate::ir::{KeySrc, Node, Program};
 use crate::packet::Pkt;
 use crate::parser;
 use crate::phv::Phv;
 use crate::rng::Rng;
 use crate::state::{Replica, State};
+use crate::tables::TableState;
 use std::sync::Arc;
 
 /// bmv2 simple_switch instance_type values.
@@ -61,7 +63,7 @@ impl Queued {
     }
     /// standard_metadata.instance_type of the packet (0 if absent).
     pub fn instance_type(&self, program: &Program) -> u32 {
-        program.sm.instance_type.map_or(0, |s| self.pkt.phv.f[s] as u32)
+        program.sm.instance_type.map_or(0, |s| self.pkt.phv.f()[s] as u32)
     }
 }
 
@@ -83,6 +85,9 @@ pub struct QueueMeta {
 const POOL_MAX: usize = 256;
 
 struct Scratch {
+    /// Table snapshots as of `tables_gen` (see state.rs).
+    tables: Vec<Arc<TableState>>,
+    tables_gen: u64,
     pool: Vec<Box<Pkt>>,
     rng: Rng,
     buf: Vec<u8>,
@@ -95,6 +100,8 @@ struct Scratch {
 pub struct Engine {
     state: Arc<State>,
     prog: Arc<Program>,
+    /// The specialised control blocks (fast.rs); None: the general path.
+    fast: Option<Arc<FastProgram>>,
     s: Scratch,
 }
 
@@ -107,12 +114,24 @@ fn sm_set(p: &Program, phv: &mut Phv, slot: Option<usize>, v: i128) {
 fn copy_field_list(p: &Program, dst: &mut Phv, src: &Phv, fl: u16) {
     if let Some(slots) = p.field_lists.get(&(fl as u64)) {
         for &s in slots {
-            dst.f[s] = src.f[s];
+            dst.put(s, src.f()[s]);
         }
     }
 }
 
-fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt, start: Option<Node>) {
+fn run_action(fast: Option<&FastProgram>, x: &mut Exec, pkt: &mut Pkt, a: usize, args: &[u128]) {
+    match fast {
+        Some(f) => f.run_action(x, pkt, a, args),
+        None => actions::run(x, pkt, &x.p.action_defs[a].prims, args),
+    }
+}
+
+fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, fast: Option<&FastProgram>, pkt: &mut Pkt, start: Option<Node>) {
+    let gen = state.tables_gen();
+    if gen != s.tables_gen {
+        state.table_snapshots(&mut s.tables);
+        s.tables_gen = gen;
+    }
     let mut node = start;
     let mut steps = 0u32;
     while let Some(n) = node {
@@ -127,7 +146,11 @@ fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt, star
             Node::Cond(c) => {
                 let cond = &p.conds[c];
                 let ctx = Ctx { p, phv: &pkt.phv, args: &[], state };
-                if ctx.eval_bool(&cond.expr) {
+                let v = match fast {
+                    Some(f) => (f.conds[c])(&ctx),
+                    None => ctx.eval_bool(&cond.expr),
+                };
+                if v {
                     cond.t
                 } else {
                     cond.f
@@ -136,14 +159,14 @@ fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt, star
             Node::Call(c) => {
                 let call = &p.calls[c];
                 let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
-                actions::run(&mut x, pkt, &p.action_defs[call.action].prims, &[]);
+                run_action(fast, &mut x, pkt, call.action, &[]);
                 call.next
             }
             Node::Table(t) => {
                 let def = &p.table_defs[t];
                 if let Some((a, args)) = &def.fixed {
                     let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
-                    actions::run(&mut x, pkt, &p.action_defs[*a].prims, args);
+                    run_action(fast, &mut x, pkt, *a, args);
                     // A keyless table never hits.
                     node = def.next_node(false, Some(*a));
                     continue;
@@ -151,7 +174,7 @@ fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt, star
                 s.key.clear();
                 for k in &def.keys {
                     let mut v = match k.src {
-                        KeySrc::Slot(sl) => pkt.phv.f[sl],
+                        KeySrc::Slot(sl) => pkt.phv.f()[sl],
                         KeySrc::Valid(h) => pkt.phv.valid[h] as u128,
                     };
                     if let Some(m) = k.mask {
@@ -160,11 +183,11 @@ fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt, star
                     s.key.push(v);
                 }
                 let count = p.table_infos[t].direct_counter.map(|_| pkt.ingress_length as u64);
-                let res = state.table_read(t).lookup(def, &s.key, &mut s.lpm, &mut s.args, count);
+                let res = s.tables[t].lookup(def, &s.key, &mut s.lpm, &mut s.args, count);
                 if let Some(a) = res.action {
                     let args = std::mem::take(&mut s.args);
                     let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
-                    actions::run(&mut x, pkt, &p.action_defs[a].prims, &args);
+                    run_action(fast, &mut x, pkt, a, &args);
                     s.args = args;
                 }
                 def.next_node(res.hit, res.action)
@@ -182,10 +205,12 @@ impl Engine {
     /// An engine whose `random` draws come from the given seed.
     pub fn with_seed(state: Arc<State>, seed: u64) -> Engine {
         let prog = state.program().clone();
+        let fast = Some(Arc::new(FastProgram::build(&prog)));
         Engine {
             state,
             prog,
-            s: Scratch { pool: Vec::new(), rng: Rng::new(seed), buf: Vec::new(), key: Vec::new(), lpm: Vec::new(), args: Vec::new() },
+            fast,
+            s: Scratch { tables: Vec::new(), tables_gen: u64::MAX, pool: Vec::new(), rng: Rng::new(seed), buf: Vec::new(), key: Vec::new(), lpm: Vec::new(), args: Vec::new() },
         }
     }
 
@@ -193,11 +218,17 @@ impl Engine {
         &self.state
     }
 
+    /// Runs the control blocks on the specialised fast path (the default)
+    /// or on the general interpreter. Both give the same results; the
+    /// general path is there to check that (tests/fuzz.rs).
+    pub fn set_fast_path(&mut self, on: bool) {
+        self.fast = on.then(|| Arc::new(FastProgram::build(&self.prog)));
+    }
+
     /// Parser, verify-checksum, ingress, then traffic-manager decisions.
     /// Appends 0..n packets to `out`.
     pub fn ingress(&mut self, frame: &[u8], ingress_port: u32, now_us: u64, out: &mut Vec<Queued>) {
-        let prog = self.prog.clone();
-        let p = &*prog;
+        let p = &*self.prog;
         let len = frame.len() as u32;
         let mut pkt = Pkt::fresh(p, &mut self.s.pool, len);
         let sm = p.sm;
@@ -212,51 +243,49 @@ impl Engine {
     pub fn ingress_recirculated(&mut self, q: Queued, _now_us: u64, out: &mut Vec<Queued>) {
         let mut pkt = q.pkt;
         let frame = std::mem::take(&mut pkt.payload);
-        let port = self.prog.sm.ingress_port.map_or(0, |s| pkt.phv.f[s] as u32);
+        let port = self.prog.sm.ingress_port.map_or(0, |s| pkt.phv.f()[s] as u32);
         self.ingress_common(pkt, &frame, port, out, 0);
     }
 
     fn ingress_common(&mut self, mut pkt: Box<Pkt>, frame: &[u8], ingress_port: u32, out: &mut Vec<Queued>, depth: u32) {
-        let prog = self.prog.clone();
-        let p = &*prog;
-        let state_arc = self.state.clone();
-        let state = &*state_arc;
+        // Fields borrowed apart, not `Arc`s cloned: two atomic operations
+        // per clone were a measurable part of a packet.
+        let (p, state, fast, s) = (&*self.prog, &*self.state, self.fast.as_deref(), &mut self.s);
         let sm = p.sm;
-        let parsed = self.parse_into(&mut pkt, frame);
-        let _ = parsed;
-        run_pipeline(p, state, &mut self.s, &mut pkt, p.ingress_start);
+        parse_into(p, state, s, &mut pkt, frame);
+        run_pipeline(p, state, s, fast, &mut pkt, p.ingress_start);
         pkt.exit = false;
         if pkt.assert_failed {
-            return self.recycle(pkt);
+            return s.recycle(pkt);
         }
-        let egress_spec = sm.egress_spec.map_or(0, |s| pkt.phv.f[s] as u32);
-        let mgid = sm.mcast_grp.map_or(0, |s| pkt.phv.f[s] as u16);
+        let egress_spec = sm.egress_spec.map_or(0, |s| pkt.phv.f()[s] as u32);
+        let mgid = sm.mcast_grp.map_or(0, |s| pkt.phv.f()[s] as u16);
 
         // I2E clone: re-parse the original frame, preserve the field list.
         if let Some((session, fl)) = pkt.clone.take() {
             if let Some(cs) = state.clone_session(session as u32) {
-                let mut c = Pkt::fresh(p, &mut self.s.pool, pkt.ingress_length);
+                let mut c = Pkt::fresh(p, &mut s.pool, pkt.ingress_length);
                 sm_set(p, &mut c.phv, sm.ingress_port, ingress_port as i128);
-                self.parse_into(&mut c, frame);
+                parse_into(p, state, s, &mut c, frame);
                 c.phv.reset_metadata(p);
                 copy_field_list(p, &mut c.phv, &pkt.phv, fl);
                 sm_set(p, &mut c.phv, sm.instance_type, instance_type::INGRESS_CLONE as i128);
                 c.pkt_len_reg = pkt.ingress_length;
-                self.replicate(c, &cs.replicas, cs.truncate, out);
+                replicate(p, c, &cs.replicas, cs.truncate, out);
             }
         }
 
         if pkt.resubmit != 0 {
             if depth >= MAX_RESUBMITS {
-                return self.recycle(pkt);
+                return s.recycle(pkt);
             }
-            let mut r = Pkt::fresh(p, &mut self.s.pool, pkt.ingress_length);
+            let mut r = Pkt::fresh(p, &mut s.pool, pkt.ingress_length);
             r.phv.reset_metadata(p);
             copy_field_list(p, &mut r.phv, &pkt.phv, pkt.resubmit);
             sm_set(p, &mut r.phv, sm.instance_type, instance_type::RESUBMIT as i128);
             sm_set(p, &mut r.phv, sm.packet_length, pkt.ingress_length as i128);
-            let port = sm.ingress_port.map_or(0, |s| r.phv.f[s] as u32);
-            self.recycle(pkt);
+            let port = sm.ingress_port.map_or(0, |s| r.phv.f()[s] as u32);
+            s.recycle(pkt);
             self.ingress_common(r, frame, port, out, depth + 1);
             return;
         }
@@ -264,75 +293,22 @@ impl Engine {
         if mgid != 0 {
             sm_set(p, &mut pkt.phv, sm.instance_type, instance_type::REPLICATION as i128);
             let replicas = state.with_mcast(mgid, |r| r.to_vec()).unwrap_or_default();
-            self.replicate(pkt, &replicas, None, out);
+            replicate(p, pkt, &replicas, None, out);
             return;
         }
 
         if egress_spec == DROP_PORT {
-            return self.recycle(pkt);
+            return s.recycle(pkt);
         }
         sm_set(p, &mut pkt.phv, sm.instance_type, instance_type::NORMAL as i128);
-        self.enqueue(pkt, egress_spec, None, false, out);
-    }
-
-    /// Parser + checksum verification into `pkt` (payload = unparsed rest).
-    fn parse_into(&mut self, pkt: &mut Pkt, frame: &[u8]) -> usize {
-        let p = &*self.prog;
-        let sm = p.sm;
-        let mut key = std::mem::take(&mut self.s.key);
-        let mut x = Exec { p, state: &self.state, rng: &mut self.s.rng, buf: &mut self.s.buf, drop_port: DROP_PORT };
-        let (parsed, err) = parser::parse(&mut x, pkt, frame, &mut key);
-        pkt.payload.clear();
-        pkt.payload.extend_from_slice(frame.get(parsed..).unwrap_or(&[]));
-        let bad = parser::verify_checksums(&mut x, pkt);
-        self.s.key = key;
-        sm_set(p, &mut pkt.phv, sm.parser_error, err as i128);
-        sm_set(p, &mut pkt.phv, sm.checksum_error, bad as i128);
-        parsed
-    }
-
-    fn replicate(&mut self, pkt: Box<Pkt>, replicas: &[Replica], trunc: Option<u32>, out: &mut Vec<Queued>) {
-        let prog = self.prog.clone();
-        let p = &*prog;
-        let n = replicas.len();
-        let mut pkt = Some(pkt);
-        for (i, r) in replicas.iter().enumerate() {
-            let mut c = if i + 1 == n {
-                match pkt.take() {
-                    Some(x) => x,
-                    None => return,
-                }
-            } else {
-                match pkt.as_ref() {
-                    Some(x) => x.clone(),
-                    None => return,
-                }
-            };
-            sm_set(p, &mut c.phv, p.sm.egress_rid, r.rid as i128);
-            self.enqueue(c, r.port, trunc, false, out);
-        }
-    }
-
-    fn enqueue(&self, pkt: Box<Pkt>, port: u32, trunc: Option<u32>, recirc: bool, out: &mut Vec<Queued>) {
-        let p = &*self.prog;
-        if let Some(s) = p.sm.priority {
-            // simple_switch with one queue per port drops other priorities
-            if pkt.phv.f[s] != 0 {
-                return;
-            }
-        }
-        let len = if recirc { pkt.payload.len() } else { p.header_bytes(&pkt.phv.valid) + pkt.payload.len() };
-        out.push(Queued { pkt, egress_port: port, recirc, session_truncate: trunc, len });
+        enqueue(p, pkt, egress_spec, None, false, out);
     }
 
     /// Egress for a packet leaving its queue. Returns the frame to send on
     /// `pkt.egress_port()`, or None if dropped. E2E clones and
     /// recirculations are appended to `requeue`.
     pub fn egress(&mut self, q: Queued, qm: QueueMeta, now_us: u64, requeue: &mut Vec<Queued>) -> Option<Vec<u8>> {
-        let prog = self.prog.clone();
-        let p = &*prog;
-        let state_arc = self.state.clone();
-        let state = &*state_arc;
+        let (p, state, fast, s) = (&*self.prog, &*self.state, self.fast.as_deref(), &mut self.s);
         let sm = p.sm;
         let port = q.egress_port;
         let session_truncate = q.session_truncate;
@@ -349,42 +325,42 @@ impl Engine {
         sm_set(p, &mut pkt.phv, sm.egress_spec, DROP_PORT as i128 + 1);
         sm_set(p, &mut pkt.phv, sm.packet_length, pkt.pkt_len_reg as i128);
 
-        run_pipeline(p, state, &mut self.s, &mut pkt, p.egress_start);
+        run_pipeline(p, state, s, fast, &mut pkt, p.egress_start);
 
         if let Some((session, fl)) = pkt.clone.take() {
             if let Some(cs) = state.clone_session(session as u32) {
-                let mut c = Pkt::fresh(p, &mut self.s.pool, pkt.ingress_length);
+                let mut c = Pkt::fresh(p, &mut s.pool, pkt.ingress_length);
                 c.phv.copy_from(&pkt.phv);
                 c.phv.reset_metadata(p);
                 copy_field_list(p, &mut c.phv, &pkt.phv, fl);
                 sm_set(p, &mut c.phv, sm.instance_type, instance_type::EGRESS_CLONE as i128);
                 c.payload.extend_from_slice(&pkt.payload);
                 c.pkt_len_reg = pkt.pkt_len_reg;
-                self.replicate(c, &cs.replicas, cs.truncate, requeue);
+                replicate(p, c, &cs.replicas, cs.truncate, requeue);
             }
         }
 
         if pkt.assert_failed {
-            self.recycle(pkt);
+            s.recycle(pkt);
             return None;
         }
-        let egress_spec = sm.egress_spec.map_or(0, |s| pkt.phv.f[s] as u32);
+        let egress_spec = sm.egress_spec.map_or(0, |s| pkt.phv.f()[s] as u32);
         if egress_spec == DROP_PORT {
-            self.recycle(pkt);
+            s.recycle(pkt);
             return None;
         }
 
-        let mut frame = self.deparse(&mut pkt);
+        let mut frame = deparse(p, state, s, &mut pkt);
 
         if pkt.recirculate != 0 {
-            let mut r = Pkt::fresh(p, &mut self.s.pool, frame.len() as u32);
+            let mut r = Pkt::fresh(p, &mut s.pool, frame.len() as u32);
             r.phv.reset_metadata(p);
             copy_field_list(p, &mut r.phv, &pkt.phv, pkt.recirculate);
             sm_set(p, &mut r.phv, sm.instance_type, instance_type::RECIRC as i128);
             sm_set(p, &mut r.phv, sm.packet_length, frame.len() as i128);
             r.payload = frame;
-            self.enqueue(r, port, None, true, requeue);
-            self.recycle(pkt);
+            enqueue(p, r, port, None, true, requeue);
+            s.recycle(pkt);
             return None;
         }
 
@@ -395,35 +371,82 @@ impl Engine {
         if let Some(l) = limit {
             frame.truncate(l);
         }
-        self.recycle(pkt);
+        s.recycle(pkt);
         Some(frame)
     }
+}
 
+impl Scratch {
     fn recycle(&mut self, pkt: Box<Pkt>) {
-        if self.s.pool.len() < POOL_MAX {
-            self.s.pool.push(pkt);
+        if self.pool.len() < POOL_MAX {
+            self.pool.push(pkt);
         }
     }
+}
 
-    fn deparse(&mut self, pkt: &mut Pkt) -> Vec<u8> {
-        let p = &*self.prog;
-        let mut x = Exec { p, state: &self.state, rng: &mut self.s.rng, buf: &mut self.s.buf, drop_port: DROP_PORT };
-        parser::update_checksums(&mut x, pkt);
-        let hlen = p.header_bytes(&pkt.phv.valid);
-        let mut frame = Vec::with_capacity(hlen + pkt.payload.len());
-        let mut w = BitWriter::new(&mut frame);
-        for &h in &p.deparser {
-            if pkt.phv.valid[h] {
-                pkt.phv.deparse_into(p, h, &mut w);
+/// Parser + checksum verification into `pkt` (payload = unparsed rest).
+fn parse_into(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt, frame: &[u8]) -> usize {
+    let sm = p.sm;
+    let mut key = std::mem::take(&mut s.key);
+    let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
+    let (parsed, err) = parser::parse(&mut x, pkt, frame, &mut key);
+    pkt.payload.clear();
+    pkt.payload.extend_from_slice(frame.get(parsed..).unwrap_or(&[]));
+    let bad = parser::verify_checksums(&mut x, pkt);
+    s.key = key;
+    sm_set(p, &mut pkt.phv, sm.parser_error, err as i128);
+    sm_set(p, &mut pkt.phv, sm.checksum_error, bad as i128);
+    parsed
+}
+
+fn replicate(p: &Program, pkt: Box<Pkt>, replicas: &[Replica], trunc: Option<u32>, out: &mut Vec<Queued>) {
+    let n = replicas.len();
+    let mut pkt = Some(pkt);
+    for (i, r) in replicas.iter().enumerate() {
+        let mut c = if i + 1 == n {
+            match pkt.take() {
+                Some(x) => x,
+                None => return,
             }
-        }
-        w.finish();
-        frame.resize(hlen, 0);
-        let payload = match pkt.truncate {
-            Some(t) => &pkt.payload[..pkt.payload.len().min(t)],
-            None => &pkt.payload[..],
+        } else {
+            match pkt.as_ref() {
+                Some(x) => x.clone(),
+                None => return,
+            }
         };
-        frame.extend_from_slice(payload);
-        frame
+        sm_set(p, &mut c.phv, p.sm.egress_rid, r.rid as i128);
+        enqueue(p, c, r.port, trunc, false, out);
     }
+}
+
+fn enqueue(p: &Program, pkt: Box<Pkt>, port: u32, trunc: Option<u32>, recirc: bool, out: &mut Vec<Queued>) {
+    if let Some(s) = p.sm.priority {
+        // simple_switch with one queue per port drops other priorities
+        if pkt.phv.f()[s] != 0 {
+            return;
+        }
+    }
+    let len = if recirc { pkt.payload.len() } else { p.header_bytes(&pkt.phv.valid) + pkt.payload.len() };
+    out.push(Queued { pkt, egress_port: port, recirc, session_truncate: trunc, len });
+}
+
+fn deparse(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt) -> Vec<u8> {
+    let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
+    parser::update_checksums(&mut x, pkt);
+    let hlen = p.header_bytes(&pkt.phv.valid);
+    let mut frame = Vec::with_capacity(hlen + pkt.payload.len());
+    let mut w = BitWriter::new(&mut frame);
+    for &h in &p.deparser {
+        if pkt.phv.valid[h] {
+            pkt.phv.deparse_into(p, h, &mut w);
+        }
+    }
+    w.finish();
+    frame.resize(hlen, 0);
+    let payload = match pkt.truncate {
+        Some(t) => &pkt.payload[..pkt.payload.len().min(t)],
+        None => &pkt.payload[..],
+    };
+    frame.extend_from_slice(payload);
+    frame
 }

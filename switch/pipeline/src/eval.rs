@@ -56,16 +56,16 @@ impl<'a> Ctx<'a> {
             return 0;
         }
         let s = hd.first_slot + off;
-        load(&self.p.slots[s], self.phv.f[s])
+        load(&self.p.slots[s], self.phv.f()[s])
     }
 
     /// Evaluates a data expression.
     pub fn eval(&self, e: &Expr) -> i128 {
         match e {
             Expr::Const(v) => *v,
-            Expr::Field(s) => load(&self.p.slots[*s], self.phv.f[*s]),
+            Expr::Field(s) => load(&self.p.slots[*s], self.phv.f()[*s]),
             Expr::ValidHdr(h) => self.phv.valid[*h] as i128,
-            Expr::FieldNonZero(s) => (self.phv.f[*s] != 0) as i128,
+            Expr::FieldNonZero(s) => (self.phv.f()[*s] != 0) as i128,
             Expr::Local(i) => self.args.get(*i).copied().unwrap_or(0) as i128,
             Expr::ValidBit(h) => self.hdr(h).map(|h| self.phv.valid[h] as i128).unwrap_or(0),
             Expr::StackLast { stack, off } => {
@@ -236,7 +236,7 @@ impl<'a> Ctx<'a> {
         match e {
             Expr::Bool(b) => *b,
             Expr::ValidHdr(h) => self.phv.valid[*h],
-            Expr::FieldNonZero(s) => self.phv.f[*s] != 0,
+            Expr::FieldNonZero(s) => self.phv.f()[*s] != 0,
             Expr::Valid(h) => self.hdr(h).map(|h| self.phv.valid[h]).unwrap_or(false),
             Expr::ValidUnion(u) => {
                 let u = self.union(u);
@@ -275,6 +275,6 @@ impl<'a> Ctx<'a> {
         ha.htype == hb.htype
             && self.phv.valid[a]
             && self.phv.valid[b]
-            && (0..ha.nfields).all(|i| self.phv.f[ha.first_slot + i] == self.phv.f[hb.first_slot + i])
+            && (0..ha.nfields).all(|i| self.phv.f()[ha.first_slot + i] == self.phv.f()[hb.first_slot + i])
     }
 }

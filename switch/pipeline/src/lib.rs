@@ -13,6 +13,7 @@ mod compile;
 mod engine;
 mod error;
 mod eval;
+mod fast;
 mod ir;
 mod packet;
 mod parser;

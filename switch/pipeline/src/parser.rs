@@ -38,7 +38,7 @@ pub(crate) fn parse(x: &mut Exec, pkt: &mut Pkt, data: &[u8], key: &mut Vec<u128
             let c = Ctx { p, phv: &pkt.phv, args: &[], state: x.state };
             for k in &st.key {
                 key.push(match k {
-                    TransKey::Slot(s) => pkt.phv.f[*s],
+                    TransKey::Slot(s) => pkt.phv.f()[*s],
                     TransKey::StackLast { stack, off } => {
                         let e = Expr::StackLast { stack: *stack, off: *off };
                         let w = p.stacks[*stack].htype;
@@ -173,7 +173,7 @@ pub(crate) fn verify_checksums(x: &mut Exec, pkt: &Pkt) -> bool {
         }
         if let Some(v) = checksum_value(x, pkt, c) {
             let w = p.slots[c.slot].width;
-            if (v as u128) & mask(w) != pkt.phv.f[c.slot] || (w < 64 && v >> w != 0) {
+            if (v as u128) & mask(w) != pkt.phv.f()[c.slot] || (w < 64 && v >> w != 0) {
                 bad = true;
             }
         }

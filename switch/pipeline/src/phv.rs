@@ -1,16 +1,28 @@
 //! The packet header vector: one u128 slot per field (values stored masked
 //! to the field width, signed fields as two's complement bit patterns),
 //! header validity bits and the `next` index of every header stack.
+//!
+//! A packet writes a small part of the PHV (cc_switch: about 40 of 140
+//! slots), so every write marks its chunk of slots dirty and `reset` zeroes
+//! only the dirty chunks: clearing the whole PHV cost more than the rest of
+//! a packet's parsing. Writes therefore go through the methods here; the
+//! slots are read-only to the rest of the crate.
 
 use crate::bits::{mask, BitReader, BitWriter};
 use crate::ir::{Program, SlotInfo};
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub(crate) struct Phv {
-    pub f: Vec<u128>,
+    f: Vec<u128>,
     pub valid: Vec<bool>,
     pub next: Vec<u32>,
+    /// One bit per chunk of `1 << CHUNK_SHIFT` slots that may be non-zero.
+    dirty: Vec<u64>,
 }
+
+/// Chunks of 4 slots: 64 bytes, one cache line.
+const CHUNK_SHIFT: usize = 2;
+const CHUNK: usize = 1 << CHUNK_SHIFT;
 
 /// The value to store in a field of the given kind (truncate, or clamp for
 /// saturating fields), as bmv2's Field::export_bytes does.
@@ -43,33 +55,77 @@ pub(crate) fn load(info: &SlotInfo, raw: u128) -> i128 {
 
 impl Phv {
     pub fn new(p: &Program) -> Phv {
+        let chunks = p.slots.len().div_ceil(1 << CHUNK_SHIFT);
         let mut phv = Phv {
             f: vec![0; p.slots.len()],
             valid: vec![false; p.headers.len()],
             next: vec![0; p.stacks.len()],
+            dirty: vec![0; chunks.div_ceil(64)],
         };
         phv.reset(p);
         phv
     }
 
+    /// The field slots (values as stored).
+    #[inline(always)]
+    pub fn f(&self) -> &[u128] {
+        &self.f
+    }
+
+    #[inline(always)]
+    fn mark(&mut self, slot: usize) {
+        let c = slot >> CHUNK_SHIFT;
+        self.dirty[c >> 6] |= 1 << (c & 63);
+    }
+
+    fn mark_range(&mut self, first: usize, n: usize) {
+        if n == 0 {
+            return;
+        }
+        for c in first >> CHUNK_SHIFT..=(first + n - 1) >> CHUNK_SHIFT {
+            self.dirty[c >> 6] |= 1 << (c & 63);
+        }
+    }
+
+    /// Stores an already fitted value.
+    #[inline(always)]
+    pub fn put(&mut self, slot: usize, v: u128) {
+        self.f[slot] = v;
+        self.mark(slot);
+    }
+
     /// Fresh packet: every header invalid and zero, metadata valid and zero.
     pub fn reset(&mut self, p: &Program) {
-        self.f.iter_mut().for_each(|x| *x = 0);
+        let n = self.f.len();
+        for w in 0..self.dirty.len() {
+            let mut bits = std::mem::take(&mut self.dirty[w]);
+            while bits != 0 {
+                let c = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let lo = c << CHUNK_SHIFT;
+                // A whole chunk as an array: four stores inline, where a
+                // slice's fill() is a call to memset per chunk.
+                match self.f.get_mut(lo..lo + CHUNK).and_then(|s| <&mut [u128; CHUNK]>::try_from(s).ok()) {
+                    Some(ch) => *ch = [0; CHUNK],
+                    None => self.f[lo.min(n)..].fill(0),
+                }
+            }
+        }
         for (i, h) in p.headers.iter().enumerate() {
             self.valid[i] = h.metadata;
         }
-        self.next.iter_mut().for_each(|x| *x = 0);
+        self.next.fill(0);
     }
 
     pub fn reset_metadata(&mut self, p: &Program) {
         for h in p.headers.iter().filter(|h| h.metadata) {
-            self.f[h.first_slot..h.first_slot + h.nfields].iter_mut().for_each(|x| *x = 0);
+            self.f[h.first_slot..h.first_slot + h.nfields].fill(0);
         }
     }
 
     #[inline]
     pub fn set(&mut self, p: &Program, slot: usize, v: i128) {
-        self.f[slot] = fit(&p.slots[slot], v);
+        self.put(slot, fit(&p.slots[slot], v));
     }
 
 
@@ -91,7 +147,7 @@ impl Phv {
 
     pub fn zero_header(&mut self, p: &Program, h: usize) {
         let hd = &p.headers[h];
-        self.f[hd.first_slot..hd.first_slot + hd.nfields].iter_mut().for_each(|x| *x = 0);
+        self.f[hd.first_slot..hd.first_slot + hd.nfields].fill(0);
     }
 
     /// Swaps values and validity of two headers of the same type.
@@ -100,9 +156,12 @@ impl Phv {
             return;
         }
         let (ha, hb) = (&p.headers[a], &p.headers[b]);
-        for i in 0..ha.nfields.min(hb.nfields) {
+        let n = ha.nfields.min(hb.nfields);
+        for i in 0..n {
             self.f.swap(ha.first_slot + i, hb.first_slot + i);
         }
+        self.mark_range(ha.first_slot, n);
+        self.mark_range(hb.first_slot, n);
         self.valid.swap(a, b);
     }
 
@@ -115,10 +174,12 @@ impl Phv {
         }
         self.set_valid(p, dst);
         let (hd, hs) = (&p.headers[dst], &p.headers[src]);
-        for i in 0..hd.nfields.min(hs.nfields) {
+        let n = hd.nfields.min(hs.nfields);
+        for i in 0..n {
             let v = load(&p.slots[hs.first_slot + i], self.f[hs.first_slot + i]);
             self.f[hd.first_slot + i] = fit(&p.slots[hd.first_slot + i], v);
         }
+        self.mark_range(hd.first_slot, n);
     }
 
     /// bmv2 `PHV::copy_headers` (used for E2E clones): validity, values of
@@ -128,6 +189,9 @@ impl Phv {
         self.f.copy_from_slice(&src.f);
         self.valid.copy_from_slice(&src.valid);
         self.next.copy_from_slice(&src.next);
+        for (d, s) in self.dirty.iter_mut().zip(&src.dirty) {
+            *d |= s;
+        }
     }
 
     /// Extracts header `h` from `data` (bits past its end read as zero).
@@ -137,6 +201,7 @@ impl Phv {
         for s in hd.first_slot..hd.first_slot + hd.nfields {
             self.f[s] = r.read(p.slots[s].width);
         }
+        self.mark_range(hd.first_slot, hd.nfields);
         self.set_valid(p, h);
     }
 

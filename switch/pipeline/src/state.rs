@@ -1,13 +1,25 @@
 //! Runtime-mutable switch state shared (as `Arc<State>`) by the control
-//! plane and the packet threads: one RwLock per table, atomics for counters
-//! and narrow registers, sessions and multicast groups behind RwLocks.
+//! plane and the packet threads: tables as copy-on-write snapshots, atomics
+//! for counters and narrow registers, sessions and multicast groups behind
+//! RwLocks.
+//!
+//! A packet thread reads tables without a lock: it keeps an `Arc` of each
+//! table's current snapshot and takes new ones only when `tables_gen` says
+//! a table changed (one relaxed load per packet instead of a lock per
+//! lookup). A writer changes the snapshot in place when no engine holds it,
+//! else copies it first (`Arc::make_mut`): writes may cost a copy of the
+//! table, lookups never wait. Direct counters are shared cells, so every
+//! copy of an entry counts into the same one.
 
 use crate::bits::{bytes_of, mask};
 use crate::error::StateError;
 use crate::ir::{ActionCall, ActionId, CounterId, MatchKey, Program, RegisterId, TableEntry, TableId, ValueSetId};
 use crate::tables::{value_of, Cell, TableState};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// One copy made by a multicast group or a clone session.
@@ -41,7 +53,9 @@ pub(crate) struct CloneSession {
 #[derive(Debug)]
 pub struct State {
     program: Arc<Program>,
-    tables: Vec<RwLock<TableState>>,
+    tables: Vec<RwLock<Arc<TableState>>>,
+    /// Bumped (Release) after every change of any table.
+    tables_gen: AtomicU64,
     counters: Vec<Box<[Cell]>>,
     registers: Vec<RegArray>,
     clone_sessions: RwLock<HashMap<u32, CloneSession>>,
@@ -63,7 +77,7 @@ fn write<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
 impl State {
     pub fn new(program: Arc<Program>) -> State {
         let p = &*program;
-        let tables = (0..p.table_defs.len()).map(|t| RwLock::new(TableState::new(p, t))).collect();
+        let tables = (0..p.table_defs.len()).map(|t| RwLock::new(Arc::new(TableState::new(p, t)))).collect();
         let counters = p
             .counter_infos
             .iter()
@@ -89,6 +103,7 @@ impl State {
         let vsets = p.vset_infos.iter().map(|_| RwLock::new(Vec::new())).collect();
         State {
             tables,
+            tables_gen: AtomicU64::new(0),
             counters,
             registers,
             clone_sessions: RwLock::new(HashMap::new()),
@@ -105,20 +120,28 @@ impl State {
         &self.program
     }
 
-    fn table(&self, t: TableId) -> Result<&RwLock<TableState>, StateError> {
+    fn table(&self, t: TableId) -> Result<&RwLock<Arc<TableState>>, StateError> {
         self.tables.get(t.0).ok_or(StateError::NoSuchTable(t.0))
     }
 
+    /// Runs a change on table `t`'s snapshot and tells the packet threads.
+    fn change<R>(&self, t: TableId, f: impl FnOnce(&mut TableState) -> R) -> Result<R, StateError> {
+        let mut g = write(self.table(t)?);
+        let r = f(Arc::make_mut(&mut g));
+        self.tables_gen.fetch_add(1, Release);
+        Ok(r)
+    }
+
     pub fn table_insert(&self, t: TableId, e: TableEntry) -> Result<(), StateError> {
-        write(self.table(t)?).insert(&self.program, t.0, e)
+        self.change(t, |ts| ts.insert(&self.program, t.0, e))?
     }
 
     pub fn table_modify(&self, t: TableId, e: TableEntry) -> Result<(), StateError> {
-        write(self.table(t)?).modify(&self.program, t.0, e)
+        self.change(t, |ts| ts.modify(&self.program, t.0, e))?
     }
 
     pub fn table_delete(&self, t: TableId, key: &[MatchKey], priority: i32) -> Result<(), StateError> {
-        write(self.table(t)?).delete(&self.program, t.0, key, priority)
+        self.change(t, |ts| ts.delete(&self.program, t.0, key, priority))?
     }
 
     /// Entries in insertion order (const entries included). Empty for an
@@ -133,14 +156,12 @@ impl State {
     }
 
     pub fn table_set_default(&self, t: TableId, a: ActionCall) -> Result<(), StateError> {
-        write(self.table(t)?).set_default(&self.program, t.0, a)
+        self.change(t, |ts| ts.set_default(&self.program, t.0, a))?
     }
 
     /// Back to the program's default action.
     pub fn table_reset_default(&self, t: TableId) {
-        if let Ok(l) = self.table(t) {
-            write(l).reset_default(&self.program, t.0);
-        }
+        let _ = self.change(t, |ts| ts.reset_default(&self.program, t.0));
     }
 
     /// The current default action. A table without one (or an unknown id)
@@ -154,9 +175,7 @@ impl State {
 
     /// Removes every entry (not const entries; the default action stays).
     pub fn table_clear(&self, t: TableId) {
-        if let Ok(l) = self.table(t) {
-            write(l).clear(&self.program, t.0);
-        }
+        let _ = self.change(t, |ts| ts.clear(&self.program, t.0));
     }
 
     pub fn direct_counter_read(&self, t: TableId, key: &[MatchKey], priority: i32) -> Result<CounterValue, StateError> {
@@ -319,8 +338,16 @@ impl State {
         self.assert_failures.fetch_add(1, Relaxed);
     }
 
-    pub(crate) fn table_read(&self, t: usize) -> RwLockReadGuard<'_, TableState> {
-        read(&self.tables[t])
+    /// Changes when any table changed (see the module doc).
+    #[inline]
+    pub(crate) fn tables_gen(&self) -> u64 {
+        self.tables_gen.load(Acquire)
+    }
+
+    /// The current snapshot of every table, in table order.
+    pub(crate) fn table_snapshots(&self, out: &mut Vec<Arc<TableState>>) {
+        out.clear();
+        out.extend(self.tables.iter().map(|l| read(l).clone()));
     }
 
     pub(crate) fn counter_inc(&self, c: usize, idx: i128, bytes: u64) {

@@ -8,6 +8,7 @@ use crate::error::StateError;
 use crate::ir::{ActionCall, ActionId, KeyKind, MatchKey, Program, TableDef, TableEntry, TableInfo, TableKind};
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 
 /// Counter cell (packets and bytes), updated with relaxed atomics.
 #[derive(Debug, Default)]
@@ -32,20 +33,21 @@ enum Fm {
     Range(u128, u128),
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Entry {
     orig: TableEntry,
     fm: Vec<Fm>,
     priority: i32,
     action: usize,
     args: Box<[u128]>,
-    counter: Cell,
+    /// Shared by the copies of the table (see state.rs).
+    counter: Arc<Cell>,
     seq: u64,
 }
 
 type KeyMap = HashMap<Box<[u128]>, usize>;
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct TableState {
     slab: Vec<Option<Entry>>,
     free: Vec<usize>,
@@ -54,6 +56,12 @@ pub(crate) struct TableState {
     exact: HashMap<Box<[u128]>, usize>,
     /// (prefix length, entries), longest prefix first
     lpm: Vec<(u32, KeyMap)>,
+    /// Tables with one key field (most of them) keep their entries keyed by
+    /// the value itself: hashing a u128 is several times cheaper than a
+    /// slice. `exact1`: exact; `lpm1`: (prefix length, its mask, entries),
+    /// longest prefix first. `exact`/`lpm` stay empty then.
+    exact1: HashMap<u128, usize>,
+    lpm1: Vec<(u32, u128, HashMap<u128, usize>)>,
     ordered: Vec<usize>,
     default: Option<(usize, Box<[u128]>, ActionCall)>,
     immutable: bool,
@@ -215,6 +223,8 @@ impl TableState {
             seq: 0,
             exact: HashMap::default(),
             lpm: Vec::new(),
+            exact1: HashMap::default(),
+            lpm1: Vec::new(),
             ordered: Vec::new(),
             default: None,
             immutable: false,
@@ -237,6 +247,8 @@ impl TableState {
             seq: 0,
             exact: HashMap::default(),
             lpm: Vec::new(),
+            exact1: HashMap::default(),
+            lpm1: Vec::new(),
             ordered: Vec::new(),
             default: None,
             immutable: false,
@@ -249,7 +261,12 @@ impl TableState {
 
     fn find(&self, def: &TableDef, fm: &[Fm], priority: i32) -> Option<usize> {
         match def.kind {
+            TableKind::Exact if def.keys.len() == 1 => self.exact1.get(&exact_key(fm)[0]).copied(),
             TableKind::Exact => self.exact.get(&exact_key(fm)).copied(),
+            TableKind::Lpm if def.keys.len() == 1 => {
+                let l = lpm_plen(fm);
+                self.lpm1.iter().find(|(pl, _, _)| *pl == l).and_then(|(_, _, m)| m.get(&exact_key(fm)[0]).copied())
+            }
             TableKind::Lpm => {
                 let l = lpm_plen(fm);
                 self.lpm.iter().find(|(pl, _)| *pl == l).and_then(|(_, m)| m.get(&exact_key(fm)).copied())
@@ -279,7 +296,7 @@ impl TableState {
             return Err(StateError::TableFull { table: info.name.clone(), max_size: info.max_size });
         }
         self.seq += 1;
-        let entry = Entry { orig: e, fm, priority, action, args, counter: Cell::default(), seq: self.seq };
+        let entry = Entry { orig: e, fm, priority, action, args, counter: Arc::default(), seq: self.seq };
         let idx = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -288,8 +305,26 @@ impl TableState {
             }
         };
         match def.kind {
+            TableKind::Exact if def.keys.len() == 1 => {
+                self.exact1.insert(exact_key(&entry.fm)[0], idx);
+            }
             TableKind::Exact => {
                 self.exact.insert(exact_key(&entry.fm), idx);
+            }
+            TableKind::Lpm if def.keys.len() == 1 => {
+                let l = lpm_plen(&entry.fm);
+                let pos = match self.lpm1.iter().position(|(pl, _, _)| *pl <= l) {
+                    Some(p) if self.lpm1[p].0 == l => p,
+                    Some(p) => {
+                        self.lpm1.insert(p, (l, prefix_mask(def.keys[0].width, l), HashMap::default()));
+                        p
+                    }
+                    None => {
+                        self.lpm1.push((l, prefix_mask(def.keys[0].width, l), HashMap::default()));
+                        self.lpm1.len() - 1
+                    }
+                };
+                self.lpm1[pos].2.insert(exact_key(&entry.fm)[0], idx);
             }
             TableKind::Lpm => {
                 let l = lpm_plen(&entry.fm);
@@ -351,8 +386,20 @@ impl TableState {
     fn remove_idx(&mut self, def: &TableDef, idx: usize) {
         if let Some(e) = self.slab[idx].take() {
             match def.kind {
+                TableKind::Exact if def.keys.len() == 1 => {
+                    self.exact1.remove(&exact_key(&e.fm)[0]);
+                }
                 TableKind::Exact => {
                     self.exact.remove(&exact_key(&e.fm));
+                }
+                TableKind::Lpm if def.keys.len() == 1 => {
+                    let l = lpm_plen(&e.fm);
+                    if let Some(pos) = self.lpm1.iter().position(|(pl, _, _)| *pl == l) {
+                        self.lpm1[pos].2.remove(&exact_key(&e.fm)[0]);
+                        if self.lpm1[pos].2.is_empty() {
+                            self.lpm1.remove(pos);
+                        }
+                    }
                 }
                 TableKind::Lpm => {
                     let l = lpm_plen(&e.fm);
@@ -457,7 +504,11 @@ impl TableState {
         count_bytes: Option<u64>,
     ) -> LookupResult {
         let found = match def.kind {
+            TableKind::Exact if key.len() == 1 => self.exact1.get(&key[0]).copied(),
             TableKind::Exact => self.exact.get(key).copied(),
+            TableKind::Lpm if key.len() == 1 => {
+                self.lpm1.iter().find_map(|(_, m, map)| map.get(&(key[0] & m)).copied())
+            }
             TableKind::Lpm => {
                 let mut f = None;
                 let li = def.keys.iter().position(|k| k.kind == KeyKind::Lpm);

@@ -1,5 +1,9 @@
 //! Seeded fuzzing: random and truncated frames, random control-plane
 //! writes. Nothing may panic and the port counters must add up.
+//!
+//! Every run has a twin on the general interpreter (`set_fast_path(false)`)
+//! fed the same writes and packets: the fast path must give the same
+//! frames, ports, counters and registers.
 
 mod common;
 use common::*;
@@ -113,9 +117,15 @@ fn fuzz(p: Program, seed: u64, rounds: usize, rx: Option<&str>, tx: Option<&str>
     let p = Arc::new(p);
     let st = Arc::new(State::new(p.clone()));
     let mut e = Engine::with_seed(st.clone(), seed);
+    let st2 = Arc::new(State::new(p.clone()));
+    let mut e2 = Engine::with_seed(st2.clone(), seed);
+    e2.set_fast_path(false);
     let mut r = Rng(seed | 1);
-    st.clone_session_set(100, vec![Replica { port: 9, rid: 0 }], Some(r.below(200) as u32));
-    st.mcast_group_set(1, vec![Replica { port: 1, rid: 1 }, Replica { port: 2, rid: 2 }]);
+    let trunc = Some(r.below(200) as u32);
+    for s in [&st, &st2] {
+        s.clone_session_set(100, vec![Replica { port: 9, rid: 0 }], trunc);
+        s.mcast_group_set(1, vec![Replica { port: 1, rid: 1 }, Replica { port: 2, rid: 2 }]);
+    }
     let mut sent_per_port = [0u64; 512];
     let mut transmitted = 0u64;
     for round in 0..rounds {
@@ -126,46 +136,70 @@ fn fuzz(p: Program, seed: u64, rounds: usize, rx: Option<&str>, tx: Option<&str>
             let key = random_key(&mut r, info);
             let prio = r.below(5) as i32 - 1;
             let c = random_call(&mut r, &p, info);
-            let _ = match r.below(6) {
-                0..=2 => st.table_insert(t, TableEntry { key, priority: prio, action: c }),
-                3 => st.table_modify(t, TableEntry { key, priority: prio, action: c }),
-                4 => st.table_delete(t, &key, prio),
-                _ => st.table_set_default(t, c),
-            };
-            if r.below(50) == 0 {
-                st.table_clear(t);
+            let op = r.below(6);
+            let (clear, reset) = (r.below(50) == 0, r.below(30) == 0);
+            let mut results = Vec::new();
+            for s in [&st, &st2] {
+                let (key, c) = (key.clone(), c.clone());
+                results.push(match op {
+                    0..=2 => s.table_insert(t, TableEntry { key, priority: prio, action: c }),
+                    3 => s.table_modify(t, TableEntry { key, priority: prio, action: c }),
+                    4 => s.table_delete(t, &key, prio),
+                    _ => s.table_set_default(t, c),
+                });
+                if clear {
+                    s.table_clear(t);
+                }
+                if reset {
+                    s.table_reset_default(t);
+                }
             }
-            if r.below(30) == 0 {
-                st.table_reset_default(t);
-            }
-            let _ = st.table_entries(t);
+            assert_eq!(results[0].is_ok(), results[1].is_ok());
+            assert_eq!(st.table_entries(t), st2.table_entries(t));
         }
         // packets
         let f = frames(&mut r);
         let port = r.below(8) as u32;
         sent_per_port[port as usize] += 1;
-        let mut q = Vec::new();
+        let (mut q, mut q2) = (Vec::new(), Vec::new());
         e.ingress(&f, port, round as u64, &mut q);
+        e2.ingress(&f, port, round as u64, &mut q2);
         let mut guard = 0;
         while let Some(pk) = (!q.is_empty()).then(|| q.remove(0)) {
+            let pk2 = q2.remove(0);
+            assert_eq!((pk.len(), pk.egress_port()), (pk2.len(), pk2.egress_port()), "seed {seed} round {round}");
             guard += 1;
             assert!(guard < 64);
             if pk.is_recirculate() {
                 e.ingress_recirculated(pk, round as u64, &mut q);
+                e2.ingress_recirculated(pk2, round as u64, &mut q2);
                 continue;
             }
-            let _ = pk.len();
             let qmeta = QueueMeta {
                 enq_qdepth: r.next() as u32,
                 deq_qdepth: r.next() as u32,
                 deq_timedelta_us: r.next() as u32,
                 enq_timestamp_us: r.next(),
             };
-            let mut re = Vec::new();
-            if e.egress(pk, qmeta, round as u64 + 3, &mut re).is_some() {
+            let (mut re, mut re2) = (Vec::new(), Vec::new());
+            let out = e.egress(pk, qmeta, round as u64 + 3, &mut re);
+            assert_eq!(out, e2.egress(pk2, qmeta, round as u64 + 3, &mut re2), "seed {seed} round {round}");
+            if out.is_some() {
                 transmitted += 1;
             }
             q.extend(re);
+            q2.extend(re2);
+        }
+        assert!(q2.is_empty());
+    }
+    for c in p.counters().iter().filter(|c| !c.is_direct) {
+        for i in 0..c.size {
+            assert_eq!(st.counter_read(c.id, i).unwrap(), st2.counter_read(c.id, i).unwrap(), "counter {}[{i}]", c.name);
+        }
+    }
+    for reg in p.registers() {
+        for i in 0..reg.size {
+            assert_eq!(st.register_read(reg.id, i).unwrap(), st2.register_read(reg.id, i).unwrap(), "register {}[{i}]", reg.name);
         }
     }
     if let Some(rx) = rx {
