@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 from p4cc_control.program import Endpoint, program
@@ -30,7 +29,7 @@ from p4cc_topo.targets import (TargetCapabilityError, TargetUnavailable, find_bm
 from p4cc_topo.wakeup import KeepCpusAwake
 
 from .agents import command, kernel_ecn_sysctl
-from .fidelity import RunMonitor, judge_arm
+from .fidelity import RunMonitor, admin_ports, judge_arm
 from .results import sent_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -297,15 +296,8 @@ def read_ports(arm: ArmPlan, sw, eps: dict) -> dict:
 
 def _admin_tx_bytes(ep) -> dict[int, int]:
     """{port: tx_bytes} from a switch's admin API; {} without one."""
-    addr = getattr(ep, "admin_addr", None)
-    if not addr:
-        return {}
-    try:
-        with urllib.request.urlopen(f"http://{addr}/ports", timeout=5) as r:
-            return {int(p["port"]): int(p["tx_bytes"]) for p in json.loads(r.read())
-                    if "tx_bytes" in p}
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
+    return {int(p["port"]): int(p["tx_bytes"]) for p in admin_ports(ep) or []
+            if "tx_bytes" in p}
 
 
 def make_executor(target: str):

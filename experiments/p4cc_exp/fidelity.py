@@ -91,12 +91,8 @@ class RunMonitor:
         """Per port of every embedded switch: slip, ring drops, clamps."""
         out = {}
         for name, ep in endpoints.items():
-            if not getattr(ep, "admin_addr", None):
-                continue
-            try:
-                with urllib.request.urlopen(f"http://{ep.admin_addr}/ports", timeout=5) as r:
-                    ports = json.loads(r.read())
-            except (OSError, ValueError):
+            ports = admin_ports(ep)
+            if ports is None:
                 continue
             out[name] = {str(p["port"]): {k: p.get(k) for k in (
                 "rx_pkts", "ring_drops", "lag_clamps", "slip_ns", "tx_pkts")} for p in ports}
@@ -114,6 +110,19 @@ class RunMonitor:
             if s.get("datapath") == "udp":
                 out[a.folder] = {"pacing": s.get("pacing", {}), "wake_late": s.get("wake_late", {})}
         self.record["agents"] = out
+
+
+def admin_ports(ep) -> list[dict] | None:
+    """GET /ports of a switch's admin API (embedded, sim): per port its
+    counters and slip; None without one or when it does not answer."""
+    addr = getattr(ep, "admin_addr", None)
+    if not addr:
+        return None
+    try:
+        with urllib.request.urlopen(f"http://{addr}/ports", timeout=5) as r:
+            return json.loads(r.read())
+    except (OSError, ValueError):
+        return None
 
 
 def judge_arm(record: dict, arm, target: str, bmv2_keepup: float | None = None) -> dict:

@@ -30,8 +30,6 @@ def depth_in_packets(depth: int, unit: str, mtu: int = 1500) -> float:
     raise ValueError(f"unknown depth unit {unit!r}")
 
 
-_rows = rows
-
 
 def postcards(path: Path, egress_port: int | None = None,
               switch_id: int | None = None, mtu: int = 1500) -> list[dict]:
@@ -75,7 +73,7 @@ def postcards(path: Path, egress_port: int | None = None,
 def flows(dirs: list[Path]) -> list[dict]:
     out = []
     for d in dirs:
-        out += _rows(Path(d) / "flows.csv")
+        out += rows(Path(d) / "flows.csv")
     return out
 
 
@@ -83,7 +81,7 @@ def throughput(dirs: list[Path]) -> dict[str, list[tuple[float, float]]]:
     """flow_id -> [(bin start unix s, Mbps)] from every agent's tput.csv."""
     series: dict[str, list[tuple[float, float]]] = {}
     for d in dirs:
-        for r in _rows(Path(d) / "tput.csv"):
+        for r in rows(Path(d) / "tput.csv"):
             try:
                 series.setdefault(r["flow_id"], []).append(
                     (int(r["bin_start_unix_ns"]) / 1e9, float(r["mbps"])))
@@ -98,7 +96,7 @@ def rtts(dirs: list[Path]) -> dict[str, list[tuple[float, float, float | None]]]
     """flow_id -> [(t unix s, rtt µs, echoed queue depth or None)]."""
     series: dict[str, list] = {}
     for d in dirs:
-        for r in _rows(Path(d) / "rtt.csv"):
+        for r in rows(Path(d) / "rtt.csv"):
             try:
                 q = r.get("qdepth_pkts") or ""
                 series.setdefault(r["flow_id"], []).append(
