@@ -12,6 +12,11 @@ from p4cc_topo.plan import (Agent, ArmPlan, FlowWindow, Measure, PortRef, Worklo
 KERNEL_CCS = {"reno", "cubic", "bbr"}
 #: Postcards and RTT samples: every packet up to this rate, thinned above.
 RATE_PER_SAMPLE_BPS = 100e6
+#: ... and thinned further past this many seconds of such traffic: a
+#: 500 s-phase run at 100 Mb/s logs a postcard per packet per hop otherwise
+#: (about 16 GB of queue.csv per arm), while its queue statistics need far
+#: fewer samples.
+SAMPLE_BUDGET_S = 120.0
 
 LABELS = {"timely": "TIMELY", "oracle-timely": "oracle TIMELY",
           "oracle-timely-seed": "oracle TIMELY (seed law)", "vegas": "Vegas",
@@ -23,13 +28,21 @@ def cc_label(cc: str) -> str:
     return LABELS.get(cc, cc)
 
 
-def postcard_sampling(rate_bps: float, asked: int = 0) -> int:
-    """Postcards per packet: every packet up to 100 Mb/s, 1 in ~rate/100 Mb/s
-    above (the collector's pace, and what analysis reads at paper scale).
-    The switch samples by counting packets: an odd N, so a strict
-    alternation of data and ACKs (as in virtual time) cannot alias onto the
-    ACKs only."""
-    n = asked or max(1, round(rate_bps / RATE_PER_SAMPLE_BPS))
+def sample_every(rate_bps: float, duration_s: float = 0.0) -> int:
+    """One sample in N: every packet up to 100 Mb/s, 1 in ~rate/100 Mb/s
+    above (the collector's pace, and what analysis reads at paper scale),
+    and as many times fewer again as the run is longer than
+    SAMPLE_BUDGET_S seconds (0: no duration limit)."""
+    by_rate = rate_bps / RATE_PER_SAMPLE_BPS
+    by_volume = by_rate * duration_s / SAMPLE_BUDGET_S
+    return max(1, round(by_rate), round(by_volume))
+
+
+def postcard_sampling(rate_bps: float, asked: int = 0, duration_s: float = 0.0) -> int:
+    """Postcards per packet (``sample_every``) unless ``asked``. The switch
+    samples by counting packets: an odd N, so a strict alternation of data
+    and ACKs (as in virtual time) cannot alias onto the ACKs only."""
+    n = asked or sample_every(rate_bps, duration_s)
     return n + 1 if n > 1 and n % 2 == 0 else n
 
 
@@ -43,18 +56,20 @@ def arm(name: str, label: str, topo: Topology, agents: list[Agent], duration_s: 
     counters and postcards of ``queue`` (the bottleneck) measured, with the
     counters of ``more_ports`` (other bottlenecks) beside them. Postcards
     and RTT samples are thinned by the bottleneck's rate (the fastest
-    link's without one) unless asked: the traffic is what the bottleneck
-    carries."""
+    link's without one) and by the run's length (``sample_every``) unless
+    asked: the traffic is what the bottleneck carries. A ``feed`` arm's
+    postcards are a sender's signal, so only its rate thins them."""
     rate = max((l.rate_bps or 0 for l in topo.links), default=0)
     if queue:
         link = next(l for p, l in topo.switch_links(queue.switch) if p == queue.port)
         rate = link.rate_bps or rate
-    configs = switch_configs(topo, postcard_one_in_n or postcard_sampling(rate))
+    configs = switch_configs(topo, postcard_one_in_n or postcard_sampling(
+        rate, duration_s=0.0 if feed else duration_s))
     sid = topo.switches[queue.switch].id if queue else None
     ports = ((queue,) if queue else ()) + tuple(p for p in more_ports if p != queue)
-    # One RTT sample per ~100 Mb/s: rtt.csv stays readable at paper scale (a
-    # row per ACK at 10 Gb/s is a million a second).
-    every = max(1, round(rate / RATE_PER_SAMPLE_BPS))
+    # One RTT sample per ~100 Mb/s and SAMPLE_BUDGET_S: rtt.csv stays
+    # readable at paper scale (a row per ACK at 10 Gb/s is a million a second).
+    every = sample_every(rate, duration_s)
     agents = [replace(a, rtt_every=every) if a.role == "sender" and a.rtt_every == 1 else a
               for a in agents]
     return ArmPlan(name=name, label=label, topology=topo.to_dict(numeric=True),

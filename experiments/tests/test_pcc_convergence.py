@@ -32,3 +32,19 @@ def test_deviation_is_over_window_averages():
     expect = math.sqrt(sum((x - m) ** 2 for x in xs) / 4) / 2  # flow 2 has none
     assert sd == pytest.approx(expect)
     assert 0.9 < jain < 1.0
+
+
+def test_the_paper_preset_logs_a_bounded_number_of_samples():
+    """500 s phases at 100 Mb/s: 3500 s of traffic is thinned to about
+    SAMPLE_BUDGET_S seconds' worth of postcards and RTT rows (it filled a
+    disk with every packet's); the default 20 s phases keep every packet."""
+    from p4cc_exp import blocks
+    from p4cc_exp.params import resolve
+    from p4cc_exp.registry import get
+    exp = get("pcc-convergence")
+    # 7 phases of 500 s at 100 Mb/s against a 120 s budget: 1 in 29.
+    assert round(3500 / blocks.SAMPLE_BUDGET_S) == 29
+    for over, n in ((exp.paper, 29), ([], 1)):
+        for a in exp.arms(resolve(exp.params, list(over))):
+            assert {s.postcards.one_in_n for s in a.switches.values()} == {n}
+            assert {ag.rtt_every for ag in a.agents if ag.role == "sender"} == {n}

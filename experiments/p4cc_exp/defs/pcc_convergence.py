@@ -64,7 +64,7 @@ class PccConvergence(Experiment):
         Param("window", 2, "window of the Jain index and deviation (paper: 100 s)", seconds,
               0.2, 600),
         Param("settle", 2, "seconds after each join/leave left out", seconds, 0, 600),
-        Param("protocols", "pcc,cubic", "pcc / pcc-vivace (p4cc transport), cubic / reno "
+        Param("protocols", "pcc,pcc-vivace,cubic", "pcc / pcc-vivace (p4cc transport), cubic / reno "
               "(kernel TCP)", str_list),
         Param("cc_params", "", "PCC parameters KEY=VALUE,... (p4cc-host --list-cc)", str_list),
         Param("warmup", 0.5, "seconds before the first counter reading", seconds, 0, 60),
@@ -105,8 +105,7 @@ class PccConvergence(Experiment):
                                                  i + 1, p["seed"] + i, cc_params, ecn=dp == "user"))
             out.append(blocks.arm(cc, f"{cc_label(cc)} ({'kernel TCP' if dp == 'kernel' else 'p4cc transport'})",
                                   topo, agents, (2 * n - 1) * iv, p["warmup"], shared,
-                                  {"cc": cc, "datapath": dp},
-                                  blocks.postcard_sampling(p["rate"])))
+                                  {"cc": cc, "datapath": dp}))
         return out
 
     def analyse(self, p, results):

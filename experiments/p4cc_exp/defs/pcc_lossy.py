@@ -43,7 +43,7 @@ class PccLossy(Experiment):
         Param("rtt", "30ms", "base round-trip time", seconds, 0, 2),
         Param("buffer", 250, "bottleneck buffer, packets (375 KB)", int, 1, 100_000),
         Param("losses", "0,0.01,0.02,0.04", "loss probabilities to sweep", str_list),
-        Param("protocols", "pcc,cubic", "arms (user-space transport)", str_list),
+        Param("protocols", "pcc,pcc-vivace,cubic", "arms (user-space transport)", str_list),
         Param("senders", 1, "flows", int, 1, 10),
         Param("duration", 10, "seconds per point", seconds, 0.01, 3600),
         Param("warmup", 3, "seconds ignored at the start", seconds, 0, 600),

@@ -29,7 +29,7 @@ class PccRttFairness(Experiment):
         Param("rate", "100Mbps", "bottleneck rate", rate_bps, 1e6, 1e11),
         Param("short_rtt", "10ms", "RTT of the short flow", seconds, 0.002, 1),
         Param("long_rtts", "20ms,50ms,100ms", "RTTs of the long flow (paper: 20-100 ms)", str_list),
-        Param("protocols", "pcc,reno,cubic", "arms (user-space transport)", str_list),
+        Param("protocols", "pcc,pcc-vivace,reno,cubic", "arms (user-space transport)", str_list),
         Param("runs", 1, "runs per point (min/median/max over runs)", int, 1, 20),
         Param("duration", 15, "seconds per run", seconds, 0.01, 3600),
         Param("warmup", 4, "seconds ignored at the start", seconds, 0, 600),

@@ -28,7 +28,7 @@ class PccSatellite(Experiment):
         Param("loss", "1%", "random loss on the bottleneck (paper: 0.74 %)", fraction),
         Param("buffers", "30,300,3000", "bottleneck buffers to sweep, packets (BDP ≈ 2800)",
               str_list),
-        Param("protocols", "pcc,cubic", "arms (user-space transport)", str_list),
+        Param("protocols", "pcc,pcc-vivace,cubic", "arms (user-space transport)", str_list),
         Param("senders", 1, "flows", int, 1, 10),
         Param("duration", 40, "seconds per point (paper: 100)", seconds, 0.01, 3600),
         Param("warmup", 10, "seconds ignored at the start (start-up takes many RTTs)",

@@ -76,7 +76,7 @@ class PccShallow(Experiment):
         Param("rtt", "30ms", "base round-trip time", seconds, 0, 2),
         Param("buffers", "5,20,75,275", "bottleneck buffers to sweep, packets (paper: 5-275)",
               str_list),
-        Param("protocols", "pcc,cubic", "arms (user-space transport)", str_list),
+        Param("protocols", "pcc,pcc-vivace,cubic", "arms (user-space transport)", str_list),
         Param("senders", 1, "flows", int, 1, 10),
         Param("duration", 10, "seconds per point (paper: 60)", seconds, 0.01, 3600),
         Param("warmup", 3, "seconds ignored at the start", seconds, 0, 600),
