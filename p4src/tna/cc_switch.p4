@@ -203,7 +203,13 @@ struct eg_headers_t {
     p4cc_shim_h               shim;
     // This hop's record, emitted before the records already there.
     p4cc_hop_h                new_hop;
-    p4cc_hop_h[P4CC_MAX_HOPS] hops;
+    // The records already there, in packet order: a packet with n of them
+    // fills old_hop_n .. old_hop_1. Separate headers, not a stack: bf-p4c
+    // rejects a stack's `.next` extracted from states that follow each
+    // other (it sees hops[0] assigned twice). A full stack is not parsed.
+    p4cc_hop_h                old_hop_3;
+    p4cc_hop_h                old_hop_2;
+    p4cc_hop_h                old_hop_1;
 }
 
 struct eg_meta_t {
@@ -259,6 +265,14 @@ parser CcEgressParser(packet_in pkt, out eg_headers_t hdr, out eg_meta_t meta,
     // holds, is left alone; so is one whose records are cut short (the
     // parser stops, shim_ok stays false). No parser loops on Tofino: one
     // state per hop count.
+    //
+    // A full stack (P4CC_MAX_HOPS records) is not parsed: this hop only
+    // sets the overflow flag and the records go out as payload, unchanged.
+    // Parsing them would make the longest egress path 166 bytes, past
+    // Tofino's 160-byte parse depth (egress metadata 27 + bridge 9 +
+    // Ethernet, IPv4, UDP 42 + shim 8 + 4 x 20). The one difference from
+    // v1model (docs/tofino.md): a full stack whose records are cut short
+    // gets the overflow flag instead of being left alone.
     state parse_shim {
         pkt.extract(hdr.shim);
         transition select(hdr.shim.version, hdr.shim.hop_count) {
@@ -266,14 +280,13 @@ parser CcEgressParser(packet_in pkt, out eg_headers_t hdr, out eg_meta_t meta,
             (P4CC_SHIM_VERSION, 1): parse_hops_1;
             (P4CC_SHIM_VERSION, 2): parse_hops_2;
             (P4CC_SHIM_VERSION, 3): parse_hops_3;
-            (P4CC_SHIM_VERSION, 4): parse_hops_4;
+            (P4CC_SHIM_VERSION, P4CC_MAX_HOPS_B): shim_complete;
             default: accept;
         }
     }
-    state parse_hops_4 { pkt.extract(hdr.hops.next); transition parse_hops_3; }
-    state parse_hops_3 { pkt.extract(hdr.hops.next); transition parse_hops_2; }
-    state parse_hops_2 { pkt.extract(hdr.hops.next); transition parse_hops_1; }
-    state parse_hops_1 { pkt.extract(hdr.hops.next); transition shim_complete; }
+    state parse_hops_3 { pkt.extract(hdr.old_hop_3); transition parse_hops_2; }
+    state parse_hops_2 { pkt.extract(hdr.old_hop_2); transition parse_hops_1; }
+    state parse_hops_1 { pkt.extract(hdr.old_hop_1); transition shim_complete; }
     state shim_complete {
         meta.shim_ok = true;
         transition accept;
