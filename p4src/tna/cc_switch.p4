@@ -400,15 +400,45 @@ control InbandTelemetry(inout eg_headers_t hdr,
                         in egress_intrinsic_metadata_t eg_intr_md,
                         in bit<48> egress_ts) {
     PushHopRecord() push;
+
+    // ns >> 10 over 48 bits, in two 32-bit halves and two steps: bf-p4c
+    // cannot shift a 48-bit field (no 48-bit container; it stops with an
+    // internal error), nor OR two values computed in the same action.
+    bit<32> us_lo_part = 0;     // low half's bits, shifted into place
+    bit<32> us_carry = 0;       // the high half's bits that cross into the low word
+    bit<32> us_hi = 0;
+    action split_ts() {
+        us_lo_part = egress_ts[31:0] >> NS_TO_US_SHIFT;
+        us_carry = ((bit<32>)egress_ts[47:32]) << (32 - NS_TO_US_SHIFT);
+        us_hi = ((bit<32>)egress_ts[47:32]) >> NS_TO_US_SHIFT;
+    }
+    @hidden table ts_split {
+        actions = { split_ts; }
+        default_action = split_ts();
+        size = 1;
+    }
+    // A later stage: an OR into a header field would write the whole
+    // container the field shares with its neighbours.
+    action join_ts() {
+        us_lo_part = us_lo_part | us_carry;
+    }
+    @hidden table ts_join {
+        actions = { join_ts; }
+        default_action = join_ts();
+        size = 1;
+    }
+
     apply {
         if (hdr.shim.isValid() && meta.shim_ok) {
+            ts_split.apply();
+            ts_join.apply();
             hdr.shim.max_qdepth = max(hdr.shim.max_qdepth, (bit<32>)eg_intr_md.enq_qdepth);
             hop_values_t v;
             v.switch_id = meta.switch_id;
             v.egress_port = (bit<16>)eg_intr_md.egress_port;
             v.enq_qdepth = (bit<32>)eg_intr_md.enq_qdepth;
             v.deq_timedelta_us = (bit<32>)(eg_intr_md.deq_timedelta >> NS_TO_US_SHIFT);
-            v.egress_ts_us = (bit<64>)(egress_ts >> NS_TO_US_SHIFT);
+            v.egress_ts_us = us_hi ++ us_lo_part;
             push.apply(hdr.shim, hdr.new_hop, hdr.ipv4, hdr.udp, DEPTH_UNIT_CELLS80, v);
         }
     }
