@@ -152,7 +152,9 @@ def judge_arm(record: dict, arm, target: str, bmv2_keepup: float | None = None) 
         for port, p in ports.items():
             rx, drops = p.get("rx_pkts") or 0, p.get("ring_drops") or 0
             if rx and drops > RING_DROP_MAX * rx:
-                both(f"{sw} port {port}: {drops} of {rx} frames dropped by the full receive ring")
+                # rx counts only what the switch read; the ring's drops never reached it.
+                both(f"{sw} port {port}: {drops} of {rx + drops} arriving frames "
+                     f"({drops / (rx + drops):.1%}) dropped by the full receive ring")
             if q and sw == q.switch and int(port) == q.port and tau_us:
                 in_packet_times("p99 departure slip", (p.get("slip_ns") or {}).get("p99", 0) / 1e3)
                 if p.get("lag_clamps"):
