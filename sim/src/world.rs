@@ -8,7 +8,7 @@
 //! delays are applied where a switch sends); agents run when a datagram
 //! arrives or when their pacers and timers ask.
 
-use crate::agent::{self, Agent, Out};
+use crate::agent::{self, Agent, Outgoing};
 use crate::frame::{self, Mac};
 use crate::plan::{Arm, PerEnd, Plan};
 use crate::switch::SimSwitch;
@@ -24,6 +24,8 @@ pub const UNIX_BASE_NS: u64 = 1_700_000_000_000_000_000;
 /// A host's transmit queue (Linux's default txqueuelen): beyond it the
 /// NIC drops, as a full qdisc would.
 const NIC_QUEUE_PKTS: usize = 1000;
+/// Frame buffers kept for reuse (a few MB at most).
+const FRAME_POOL_MAX: usize = 4096;
 
 #[derive(Debug, Clone, Copy)]
 enum Peer {
@@ -94,8 +96,10 @@ pub struct World {
     pub switches: Vec<SimSwitch>,
     pub hosts: Vec<SimHost>,
     peers: Vec<Vec<Peer>>,
-    out: Vec<Out>,
-    frame_buf: Vec<u8>,
+    out: Outgoing,
+    /// Frame buffers to reuse: a frame's vector goes back here once its
+    /// receiver has read it, so sending allocates only while the pool fills.
+    pool: Vec<Vec<u8>>,
     pub arm_dir: PathBuf,
     /// Senders whose workload is not over yet.
     senders_left: usize,
@@ -247,8 +251,8 @@ impl World {
             switches,
             hosts,
             peers,
-            out: Vec::new(),
-            frame_buf: Vec::with_capacity(2048),
+            out: Outgoing::default(),
+            pool: Vec::new(),
             arm_dir: out_dir.to_path_buf(),
             senders_left: 0,
         };
@@ -306,9 +310,14 @@ impl World {
     fn send(&mut self, h: usize) {
         let t = self.now;
         let outs = std::mem::take(&mut self.out);
-        for o in &outs {
+        for o in &outs.list {
             let host = &mut self.hosts[h];
             host.ip_id = host.ip_id.wrapping_add(1);
+            if host.nic.len() >= NIC_QUEUE_PKTS {
+                host.nic_drops += 1;
+                continue;
+            }
+            let mut f = self.pool.pop().unwrap_or_default();
             frame::build(
                 host.mac,
                 host.gateway_mac,
@@ -316,22 +325,25 @@ impl World {
                 o.dst,
                 o.tos,
                 host.ip_id,
-                &o.payload,
-                &mut self.frame_buf,
+                outs.payload(o),
+                &mut f,
             );
-            if host.nic.len() >= NIC_QUEUE_PKTS {
-                host.nic_drops += 1;
-                continue;
-            }
-            host.nic.push_back(self.frame_buf.clone());
+            let len = f.len();
+            host.nic.push_back(f);
             if !host.nic_busy {
                 host.nic_busy = true;
-                let d = Self::serialization_ns(host.rate_bps, self.frame_buf.len());
+                let d = Self::serialization_ns(host.rate_bps, len);
                 self.push(t + d, Ev::NicDone(h));
             }
         }
         self.out = outs;
         self.out.clear();
+    }
+
+    fn recycle(&mut self, f: Vec<u8>) {
+        if self.pool.len() < FRAME_POOL_MAX {
+            self.pool.push(f);
+        }
     }
 
     fn poll_agent(&mut self, h: usize, a: usize) -> Result<(), SimError> {
@@ -405,9 +417,13 @@ impl World {
                     st.rx_bytes += f.len() as u64;
                 }
                 core.receive(&f, port, self.now);
+                self.recycle(f);
                 self.wake_switch(s);
             }
-            Ev::HostRx(h, f) => self.host_rx(h, &f)?,
+            Ev::HostRx(h, f) => {
+                self.host_rx(h, &f)?;
+                self.recycle(f);
+            }
             Ev::NicDone(h) => {
                 let t = self.now;
                 let host = &mut self.hosts[h];
