@@ -5,7 +5,7 @@
 
 use super::json::*;
 use super::layout::Layout;
-use crate::checksum::algo_by_name;
+use crate::checksum::{algo_by_name, Csum16Plan};
 use crate::error::{LoadError, LoadResult};
 use crate::ir::{
     Calc, CalcInput, CounterId, CounterInfo, CounterKind, RegisterId, RegisterInfo, ValueSetId, ValueSetInfo,
@@ -122,7 +122,8 @@ impl Externs {
                 });
             }
             self.calc_by_name.insert(name.clone(), i);
-            self.calcs.push(Calc { name, algo, inputs });
+            let csum = Csum16Plan::new(algo, &inputs, |slot| layout.slots[slot].width);
+            self.calcs.push(Calc { name, algo, inputs, csum });
         }
         Ok(())
     }

@@ -34,6 +34,9 @@ pub(crate) struct Calc {
     pub name: String,
     pub algo: HashAlgo,
     pub inputs: Vec<CalcInput>,
+    /// csum16 over fields and constants, summed without packing the bytes
+    /// (checksum.rs); None where the general path is needed.
+    pub csum: Option<crate::checksum::Csum16Plan>,
 }
 
 #[derive(Clone, Debug)]
