@@ -58,13 +58,15 @@ def arm(name: str, label: str, topo: Topology, agents: list[Agent], duration_s: 
     and RTT samples are thinned by the bottleneck's rate (the fastest
     link's without one) and by the run's length (``sample_every``) unless
     asked: the traffic is what the bottleneck carries. A ``feed`` arm's
-    postcards are a sender's signal, so only its rate thins them."""
+    postcards are a sender's signal: every packet gets one."""
     rate = max((l.rate_bps or 0 for l in topo.links), default=0)
     if queue:
         link = next(l for p, l in topo.switch_links(queue.switch) if p == queue.port)
         rate = link.rate_bps or rate
-    configs = switch_configs(topo, postcard_one_in_n or postcard_sampling(
-        rate, duration_s=0.0 if feed else duration_s))
+    # A feed arm's postcards are its senders' signal: thinning them would be
+    # the sampled-signal arm under another name.
+    configs = switch_configs(topo, postcard_one_in_n or (1 if feed else postcard_sampling(
+        rate, duration_s=duration_s)))
     sid = topo.switches[queue.switch].id if queue else None
     ports = ((queue,) if queue else ()) + tuple(p for p in more_ports if p != queue)
     # One RTT sample per ~100 Mb/s and SAMPLE_BUDGET_S: rtt.csv stays

@@ -30,6 +30,11 @@ def test_registered_with_a_paper_preset():
     assert plan.scale == "paper"
     timely = next(a for a in plan.arms if a.name == "incast10-timely")
     assert timely.senders()[0].cc_params["min_rtt_us"] == 20.0
+    # At 10 Gb/s postcards are thinned to the collector's pace, except where
+    # they are the oracle's signal: the postcard-fed arm is not a sampled one.
+    one_in = {a.name: {s.postcards.one_in_n for s in a.switches.values()} for a in plan.arms}
+    assert one_in["incast10-oracle-exact"] == {101}
+    assert one_in["incast10-oracle-postcard"] == {1} and one_in["parking-oracle-postcard"] == {1}
 
 
 def test_plan_has_every_signal_per_scenario():
