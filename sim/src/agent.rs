@@ -276,7 +276,7 @@ impl Agent {
                 };
                 // An unknown algorithm or parameter fails here, before time starts.
                 cc::by_name(&name, &params, &path).map_err(|e| SimError::Plan(format!("agent on {}: {e}", spec.host)))?;
-                let make = move |_: &traffic::FlowSpec| cc::by_name(&name, &params, &path).map_err(|e| e.to_string());
+                let make = move |f: &traffic::FlowSpec| cc::for_flow(&name, &params, &path, f.seed).map_err(|e| e.to_string());
                 let port = SENDER_PORT_BASE + index as u16;
                 let logger = FlowLogger::create(&dir, BIN_NS, spec.rtt_every.max(1), false)
                     .map_err(|e| SimError::Output(e.to_string()))?;

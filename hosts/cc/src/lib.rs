@@ -21,7 +21,7 @@ pub mod vegas;
 mod window;
 
 pub use params::{AlgoInfo, ParamInfo};
-pub use registry::{by_name, list};
+pub use registry::{by_name, for_flow, list};
 
 /// What the datapath learned from one ACK.
 #[derive(Debug, Clone, Default, PartialEq)]

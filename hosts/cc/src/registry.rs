@@ -34,6 +34,35 @@ pub fn list() -> Vec<AlgoInfo> {
         .collect()
 }
 
+/// Builds algorithm `name` for one flow: as [`by_name`], and an algorithm
+/// with randomness of its own (a `seed` parameter: PCC's trial order) that
+/// was not given one takes `flow_seed`. With one fixed default, every
+/// flow of a run drew the same coins — competing PCC senders ran their
+/// trials in lockstep — and repeated runs in virtual time were copies.
+pub fn for_flow(
+    name: &str,
+    params: &[(String, String)],
+    path: &PathInfo,
+    flow_seed: u64,
+) -> Result<Box<dyn CongestionControl>, CcError> {
+    by_name(name, &flow_params(name, params, flow_seed), path)
+}
+
+/// `params`, with `seed = flow_seed` added where algorithm `name` takes a
+/// seed and none was given.
+fn flow_params(name: &str, params: &[(String, String)], flow_seed: u64) -> Vec<(String, String)> {
+    let wanted = name.trim().to_ascii_lowercase();
+    let seeded = ENTRIES
+        .iter()
+        .find(|e| e.name == wanted || e.aliases.contains(&wanted.as_str()))
+        .is_some_and(|e| e.params.iter().any(|p| p.name == "seed"));
+    let mut out = params.to_vec();
+    if seeded && !params.iter().any(|(k, _)| k == "seed") {
+        out.push(("seed".to_string(), flow_seed.to_string()));
+    }
+    out
+}
+
 /// Builds algorithm `name` (or an alias) with `params` overriding defaults.
 /// Unknown names, unknown parameters and out-of-range values are errors,
 /// never silently ignored.
@@ -68,6 +97,17 @@ pub fn by_name(name: &str, params: &[(String, String)], path: &PathInfo) -> Resu
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_flow_seeds_the_algorithms_that_draw_coins() {
+        let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
+        assert_eq!(flow_params("pcc", &[], 42), vec![kv("seed", "42")]);
+        assert_eq!(flow_params("PCC-Vivace", &[kv("eps_min", "0.02")], 7), vec![kv("eps_min", "0.02"), kv("seed", "7")]);
+        assert_eq!(flow_params("pcc-allegro", &[kv("seed", "3")], 42), vec![kv("seed", "3")], "a given seed stays");
+        assert_eq!(flow_params("cubic", &[], 42), vec![], "no coins, no seed");
+        let path = PathInfo { mss: 1448, line_rate_bps: None, init_cwnd_pkts: 10 };
+        assert!(for_flow("pcc", &[], &path, u64::MAX).is_ok());
+    }
+
     use super::*;
 
     fn kv(pairs: &[(&str, &str)]) -> Vec<(String, String)> {

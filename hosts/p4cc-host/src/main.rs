@@ -497,10 +497,10 @@ fn run_gen(datapath: DatapathKind, start_at: Option<u64>, start_in_ms: f64, opts
             let name = opts.cc.clone();
             let params = opts.cc_params.clone();
             let mss = opts.mss as u64;
-            let make = move |_: &FlowSpec| -> Result<Box<dyn cc::CongestionControl>, String> {
+            let make = move |f: &FlowSpec| -> Result<Box<dyn cc::CongestionControl>, String> {
                 match builtin::build(&name, &params, mss) {
                     Some(r) => r,
-                    None => cc::by_name(&name, &params, &path).map_err(|e| e.to_string()),
+                    None => cc::for_flow(&name, &params, &path, f.seed).map_err(|e| e.to_string()),
                 }
             };
             let probe = FlowSpec {
