@@ -97,6 +97,8 @@ pub fn by_name(name: &str, params: &[(String, String)], path: &PathInfo) -> Resu
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn a_flow_seeds_the_algorithms_that_draw_coins() {
         let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
@@ -107,8 +109,6 @@ mod tests {
         let path = PathInfo { mss: 1448, line_rate_bps: None, init_cwnd_pkts: 10 };
         assert!(for_flow("pcc", &[], &path, u64::MAX).is_ok());
     }
-
-    use super::*;
 
     fn kv(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
