@@ -178,7 +178,7 @@ pub(crate) fn build_input(p: &Program, c: &Calc, phv: &Phv, payload: &[u8], buf:
 
 pub(crate) fn calc_output(p: &Program, c: &Calc, phv: &Phv, payload: &[u8], buf: &mut Vec<u8>) -> u64 {
     if let Some(plan) = &c.csum {
-        if plan.headers.iter().all(|&h| phv.valid[h]) {
+        if plan.applies(&phv.valid) {
             return plan.sum(|slot| phv.f()[slot]) as u64;
         }
     }
@@ -197,11 +197,12 @@ pub(crate) fn calc_output(p: &Program, c: &Calc, phv: &Phv, payload: &[u8], buf:
 pub(crate) struct Csum16Plan {
     /// Inputs up to 64 bits: (slot, mask, multiplier 2^k).
     narrow: Vec<(usize, u64, u64)>,
-    /// Wider inputs: (slot, width, multiplier).
-    wide: Vec<(usize, u32, u64)>,
+    /// Wider inputs: (slot, mask, multiplier).
+    wide: Vec<(usize, u128, u64)>,
     /// The constants' share of the sum, and whether any constant is non-zero.
     consts: (u64, bool),
-    pub headers: Vec<usize>,
+    /// The headers of the field inputs.
+    headers: Vec<usize>,
 }
 
 const ONES: u64 = 0xFFFF;
@@ -256,10 +257,15 @@ impl Csum16Plan {
                     plan.consts.1 |= c != 0;
                 }
                 Ok(slot) if w <= 64 => plan.narrow.push((slot, mask as u64, mul)),
-                Ok(slot) => plan.wide.push((slot, w, mul)),
+                Ok(slot) => plan.wide.push((slot, mask, mul)),
             }
         }
         Some(plan)
+    }
+
+    /// Whether the plan holds for a packet with these valid headers.
+    pub fn applies(&self, valid: &[bool]) -> bool {
+        self.headers.iter().all(|&h| valid[h])
     }
 
     pub fn sum(&self, value: impl Fn(usize) -> u128) -> u16 {
@@ -271,9 +277,8 @@ impl Csum16Plan {
             // < 2¹⁸ · 2¹⁵ per term: a u64 holds millions of them.
             acc += words16(v) * mul;
         }
-        for &(slot, w, mul) in &self.wide {
-            let v = value(slot);
-            let v = if w >= 128 { v } else { v & ((1u128 << w) - 1) };
+        for &(slot, mask, mul) in &self.wide {
+            let v = value(slot) & mask;
             any |= v != 0;
             acc += words16_wide(v) * mul;
         }
