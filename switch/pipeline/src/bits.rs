@@ -77,7 +77,6 @@ pub(crate) fn read_bits(data: &[u8], bit: usize, width: u32) -> u128 {
 
 /// Writes the low `width` bits of `v` at bit `bit` of `out`, big-endian.
 /// Bits beyond the end of `out` are dropped.
-#[cfg(test)]
 pub(crate) fn write_bits(out: &mut [u8], bit: usize, width: u32, v: u128) {
     let mut remaining = width as usize;
     let mut pos = bit;
@@ -97,7 +96,9 @@ pub(crate) fn write_bits(out: &mut [u8], bit: usize, width: u32, v: u128) {
 }
 
 /// Reads consecutive fields from the start of a byte slice. Bits past the
-/// end read as zero.
+/// end read as zero. (Headers are extracted by codec.rs; this is the
+/// reference its tests compare against.)
+#[cfg(test)]
 pub(crate) struct BitReader<'a> {
     data: &'a [u8],
     /// Next byte of `data` to load.
@@ -107,6 +108,7 @@ pub(crate) struct BitReader<'a> {
     nbits: u32,
 }
 
+#[cfg(test)]
 impl<'a> BitReader<'a> {
     pub fn new(data: &'a [u8]) -> BitReader<'a> {
         BitReader { data, pos: 0, acc: 0, nbits: 0 }

@@ -6,7 +6,6 @@
 //! drop, checksum update, deparser, recirculation and truncation.
 
 use crate::actions::{self, Exec};
-use crate::bits::BitWriter;
 use crate::eval::Ctx;
 use crate::fast::FastProgram;
 use crate::ir::{KeySrc, Node, Program};
@@ -434,15 +433,18 @@ fn deparse(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt) -> Vec<u8
     let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
     parser::update_checksums(&mut x, pkt);
     let hlen = p.header_bytes(&pkt.phv.valid);
-    let mut frame = Vec::with_capacity(hlen + pkt.payload.len());
-    let mut w = BitWriter::new(&mut frame);
+    // Headers are ORed into zeroed bytes, with the slack their word
+    // stores need (codec.rs) past the last one.
+    let mut frame = Vec::with_capacity(hlen + p.deparse_slack + pkt.payload.len());
+    frame.resize(hlen + p.deparse_slack, 0);
+    let mut at = 0;
     for &h in &p.deparser {
         if pkt.phv.valid[h] {
-            pkt.phv.deparse_into(p, h, &mut w);
+            pkt.phv.deparse_at(p, h, &mut frame[at..]);
+            at += p.headers[h].nbytes;
         }
     }
-    w.finish();
-    frame.resize(hlen, 0);
+    frame.truncate(hlen);
     let payload = match pkt.truncate {
         Some(t) => &pkt.payload[..pkt.payload.len().min(t)],
         None => &pkt.payload[..],

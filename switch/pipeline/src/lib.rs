@@ -9,6 +9,7 @@
 mod actions;
 mod bits;
 mod checksum;
+mod codec;
 mod compile;
 mod engine;
 mod error;

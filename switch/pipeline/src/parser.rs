@@ -82,7 +82,7 @@ fn run_op(x: &mut Exec, pkt: &mut Pkt, op: &ParserOp, data: &[u8], pos: &mut usi
             if remaining < n {
                 return Err(p.errors.packet_too_short);
             }
-            pkt.phv.extract(p, *h, &data[*pos..*pos + n]);
+            pkt.phv.extract(p, *h, &data[*pos..]);
             *pos += n;
         }
         ParserOp::ExtractStack(s) => {
@@ -96,7 +96,7 @@ fn run_op(x: &mut Exec, pkt: &mut Pkt, op: &ParserOp, data: &[u8], pos: &mut usi
             if remaining < n {
                 return Err(p.errors.packet_too_short);
             }
-            pkt.phv.extract(p, h, &data[*pos..*pos + n]);
+            pkt.phv.extract(p, h, &data[*pos..]);
             pkt.phv.next[*s] += 1;
             *pos += n;
         }

@@ -8,7 +8,7 @@
 //! a packet's parsing. Writes therefore go through the methods here; the
 //! slots are read-only to the rest of the crate.
 
-use crate::bits::{mask, BitReader, BitWriter};
+use crate::bits::{mask, BitWriter};
 use crate::ir::{Program, SlotInfo};
 
 #[derive(Clone, Debug)]
@@ -28,8 +28,11 @@ const CHUNK: usize = 1 << CHUNK_SHIFT;
 /// saturating fields), as bmv2's Field::export_bytes does.
 #[inline]
 pub(crate) fn fit(info: &SlotInfo, v: i128) -> u128 {
+    if !info.saturating {
+        return (v as u128) & info.mask;
+    }
     let w = info.width;
-    if info.saturating && w < 128 {
+    if w < 128 {
         if info.signed {
             let max = (1i128 << (w - 1)) - 1;
             let min = -(1i128 << (w - 1));
@@ -111,9 +114,7 @@ impl Phv {
                 }
             }
         }
-        for (i, h) in p.headers.iter().enumerate() {
-            self.valid[i] = h.metadata;
-        }
+        self.valid.copy_from_slice(&p.valid_at_start);
         self.next.fill(0);
     }
 
@@ -194,15 +195,20 @@ impl Phv {
         }
     }
 
-    /// Extracts header `h` from `data` (bits past its end read as zero).
+    /// Extracts header `h` from the start of `data`, which holds at least
+    /// its bytes (and may go on: the rest of the frame speeds the loads).
     pub fn extract(&mut self, p: &Program, h: usize, data: &[u8]) {
         let hd = &p.headers[h];
-        let mut r = BitReader::new(data);
-        for s in hd.first_slot..hd.first_slot + hd.nfields {
-            self.f[s] = r.read(p.slots[s].width);
-        }
+        hd.codec.extract(data, hd.nbytes, &mut self.f[hd.first_slot..hd.first_slot + hd.nfields]);
         self.mark_range(hd.first_slot, hd.nfields);
         self.set_valid(p, h);
+    }
+
+    /// ORs header `h` into `out`: its first `nbytes` zero, and at least
+    /// `codec.reach()` long.
+    pub fn deparse_at(&self, p: &Program, h: usize, out: &mut [u8]) {
+        let hd = &p.headers[h];
+        hd.codec.deparse(&self.f[hd.first_slot..hd.first_slot + hd.nfields], out);
     }
 
     /// Appends header `h` to `out`.

@@ -3,6 +3,7 @@
 //! of the compiler resolves references with.
 
 use super::json::*;
+use crate::bits::mask;
 use crate::error::{LoadError, LoadResult};
 use crate::ir::{FieldDef, HdrRef, HeaderInst, HeaderType, SlotInfo, StackDef, StdMeta, UnionDef, UnionRef};
 use serde_json::Value;
@@ -89,7 +90,7 @@ impl Layout {
             let idx = self.headers.len();
             let first_slot = self.slots.len();
             for f in &t.fields {
-                self.slots.push(SlotInfo { width: f.width, signed: f.signed, saturating: f.saturating, header: idx as u32 });
+                self.slots.push(SlotInfo { width: f.width, signed: f.signed, saturating: f.saturating, header: idx as u32, mask: mask(f.width) });
             }
             self.headers.push(HeaderInst {
                 name: name.clone(),
@@ -99,6 +100,7 @@ impl Layout {
                 nfields: t.fields.len(),
                 nbytes: t.bits.div_ceil(8) as usize,
                 union_of: None,
+                codec: crate::codec::HeaderCodec::new(t.fields.iter().map(|f| f.width)),
             });
             self.header_by_name.insert(name, idx);
         }

@@ -82,6 +82,8 @@ fn load(text: &str) -> LoadResult<Program> {
     for (i, a) in actions.infos.iter().enumerate() {
         action_by_name.entry(a.name.clone()).or_insert(i);
     }
+    let deparse_slack = deparser.iter().map(|&h| layout.headers[h].codec.reach() - layout.headers[h].nbytes).max().unwrap_or(0);
+    let valid_at_start = layout.headers.iter().map(|h| h.metadata).collect();
     let mut prog = Program {
         htypes: layout.htypes,
         headers: layout.headers,
@@ -92,6 +94,8 @@ fn load(text: &str) -> LoadResult<Program> {
         field_lists,
         parse_states: parser.states,
         parser_start: parser.start,
+        deparse_slack,
+        valid_at_start,
         deparser,
         calcs,
         verify_checksums,

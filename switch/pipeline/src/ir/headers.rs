@@ -30,6 +30,8 @@ pub(crate) struct HeaderInst {
     pub nbytes: usize,
     /// (union index, member index) if the header is a union member.
     pub union_of: Option<(usize, usize)>,
+    /// Where each field sits in the header's bytes.
+    pub codec: crate::codec::HeaderCodec,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -38,6 +40,8 @@ pub(crate) struct SlotInfo {
     pub signed: bool,
     pub saturating: bool,
     pub header: u32,
+    /// The low `width` bits: what a store keeps of a wrapping field.
+    pub mask: u128,
 }
 
 #[derive(Clone, Debug)]

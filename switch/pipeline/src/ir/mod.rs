@@ -36,6 +36,11 @@ pub struct Program {
     pub(crate) parse_states: Vec<ParseState>,
     pub(crate) parser_start: Option<usize>,
     pub(crate) deparser: Vec<usize>,
+    /// Bytes a deparse buffer needs past its headers for the word stores
+    /// of the last one (codec.rs).
+    pub(crate) deparse_slack: usize,
+    /// Header validity of a fresh packet: metadata valid, headers not.
+    pub(crate) valid_at_start: Vec<bool>,
     pub(crate) calcs: Vec<Calc>,
     pub(crate) verify_checksums: Vec<ChecksumDef>,
     pub(crate) update_checksums: Vec<ChecksumDef>,
