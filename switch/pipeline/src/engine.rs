@@ -104,6 +104,7 @@ pub struct Engine {
     s: Scratch,
 }
 
+#[inline]
 fn sm_set(p: &Program, phv: &mut Phv, slot: Option<usize>, v: i128) {
     if let Some(s) = slot {
         phv.set(p, s, v);
