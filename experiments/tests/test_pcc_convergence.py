@@ -48,3 +48,20 @@ def test_the_paper_preset_logs_a_bounded_number_of_samples():
         for a in exp.arms(resolve(exp.params, list(over))):
             assert {s.postcards.one_in_n for s in a.switches.values()} == {n}
             assert {ag.rtt_every for ag in a.agents if ag.role == "sender"} == {n}
+
+
+def test_the_fairness_verdict_measures_in_the_papers_windows():
+    """The seed's Jain's indices are over 100 s windows: the verdict uses
+    them, or the whole settled phase when phases are shorter, whatever the
+    table's `window`; a flow pair that alternates fair shares every 2 s is
+    fair over 18 s though not over 2 s."""
+    from p4cc_exp.defs.pcc_convergence import PAPER_WINDOW_S, verdict_window
+    assert verdict_window({"interval": 500, "settle": 20}) == PAPER_WINDOW_S == 100
+    assert verdict_window({"interval": 60, "settle": 2}) == 58
+    assert verdict_window({"interval": 20, "settle": 2}) == 18
+    swing = [(t / 10, 30.0 if int(t / 20) % 2 == 0 else 70.0) for t in range(200)]
+    other = [(s, 100.0 - r) for s, r in swing]
+    short, _ = window_stats({"1": swing, "2": other}, [1, 2], 0, 18, 2)
+    whole, _ = window_stats({"1": swing, "2": other}, [1, 2], 0, 18, 18)
+    assert short == pytest.approx(100 ** 2 / (2 * (30 ** 2 + 70 ** 2)))
+    assert whole > 0.99

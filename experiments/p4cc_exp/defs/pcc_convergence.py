@@ -19,6 +19,17 @@ from ..verdicts import RATE, verdict
 from .dctcp_convergence import join_leave_plot
 
 KERNEL = {"cubic", "reno"}
+#: The PCC seed's Jain's indices (0.98–0.99, as PCC Fig. 12's) are over
+#: 100 s windows within each flow count's phase.
+PAPER_WINDOW_S = 100.0
+
+
+def verdict_window(p: dict) -> float:
+    """The window the fairness verdict measures in: the paper's 100 s, or
+    the whole settled phase when phases are shorter. (The `window`
+    parameter, 2 s by default, is for the per-phase table and plot: a
+    Jain's index over 2 s windows is a stricter quantity than the paper's.)"""
+    return min(PAPER_WINDOW_S, p["interval"] - p["settle"])
 
 
 def window_stats(rates: dict[str, list[tuple[float, float]]], flows: list[int],
@@ -115,7 +126,10 @@ class PccConvergence(Experiment):
             phases = []
             for start, end, active in blocks.phases(p["senders"], p["interval"]):
                 jain, sd = window_stats(rates, active, start + p["settle"], end, p["window"])
-                phases.append({"from_s": start, "flows": active, "jain": jain, "stddev_mbps": sd})
+                jain_paper, _ = window_stats(rates, active, start + p["settle"], end,
+                                             verdict_window(p))
+                phases.append({"from_s": start, "flows": active, "jain": jain, "stddev_mbps": sd,
+                               "jain_verdict_window": jain_paper})
             depths = sorted(c["depth"] for c in metrics.postcards(r))
             busy = metrics.utilisation(r, p["rate"])
             summary[name] = {
@@ -128,14 +142,17 @@ class PccConvergence(Experiment):
                 "queue_median_pkts": depths[len(depths) // 2] if depths else 0,
             }
         for name, s in summary.items():
-            multi = [ph["jain"] for ph in s["phases"] if len(ph["flows"]) > 1]
-            worst = min(multi) if multi else float("nan")
-            s["min_jain_multi_flow"] = worst
+            multi = [ph for ph in s["phases"] if len(ph["flows"]) > 1]
+            s["min_jain_multi_flow"] = min((ph["jain"] for ph in multi), default=float("nan"))
+            worst = min((ph["jain_verdict_window"] for ph in multi), default=float("nan"))
+            s["min_jain_multi_flow_verdict_window"] = worst
             if results[name]["settings"]["cc"].startswith("pcc"):
+                vw = verdict_window(p)
+                how = "the paper's" if vw == PAPER_WINDOW_S else "the settled phase; paper: 100 s"
                 verdicts.append(verdict(
                     f"{s['label']}: fair in every multi-flow phase", worst, worst >= 0.98,
-                    "Jain's index 0.98–0.99", f"≥ 0.98 (in {p['window']:g} s windows)",
-                    "PCC (NSDI 2015) Fig. 12; the PCC seed's table", RATE, [name]))
+                    "Jain's index 0.98–0.99", f"≥ 0.98 (in {vw:g} s windows, {how})",
+                    "PCC (NSDI 2015) Fig. 12; the PCC seed's table (100 s windows)", RATE, [name]))
             verdicts.append(verdict(
                 f"{s['label']}: the shared link stays busy", s["utilisation"],
                 s["utilisation"] >= 0.9, "100 % of the link", "≥ 90 %",
