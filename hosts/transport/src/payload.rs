@@ -35,30 +35,6 @@ pub fn word(seed: u64, idx: u64) -> u64 {
     block_base(seed, idx / BLOCK_WORDS).wrapping_add((idx % BLOCK_WORDS).wrapping_mul(WORD_STEP))
 }
 
-/// The words of a flow from word `idx` on, in order: one hash per block,
-/// an add per word within it.
-struct Words {
-    seed: u64,
-    idx: u64,
-    w: u64,
-}
-
-impl Words {
-    #[inline]
-    fn at(seed: u64, idx: u64) -> Words {
-        Words { seed, idx, w: word(seed, idx) }
-    }
-    #[inline]
-    fn advance(&mut self) {
-        self.idx += 1;
-        self.w = if self.idx % BLOCK_WORDS == 0 {
-            block_base(self.seed, self.idx / BLOCK_WORDS)
-        } else {
-            self.w.wrapping_add(WORD_STEP)
-        };
-    }
-}
-
 /// Splits `len` bytes from flow offset `offset` into a head up to the next
 /// word boundary, whole words, and a tail.
 #[inline]
@@ -68,22 +44,45 @@ fn split(offset: u64, len: usize) -> (usize, usize) {
     (head, (len - head) / 8 * 8)
 }
 
+/// Cuts `bytes` whole words, the first being word `idx`, into runs that
+/// stay within one block: `(first word index, byte range)` each. Within a
+/// run each word is the one before plus K, a loop without a branch per
+/// word (the compiler unrolls and vectorises it).
+fn block_runs(mut idx: u64, bytes: usize) -> impl Iterator<Item = (u64, std::ops::Range<usize>)> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        if at >= bytes {
+            return None;
+        }
+        let words = ((BLOCK_WORDS - idx % BLOCK_WORDS) as usize).min((bytes - at) / 8);
+        let run = (idx, at..at + words * 8);
+        idx += words as u64;
+        at += words * 8;
+        Some(run)
+    })
+}
+
 /// Fills `buf` with the flow's bytes starting at `offset`.
 pub fn fill(seed: u64, offset: u64, buf: &mut [u8]) {
     let (head, body) = split(offset, buf.len());
-    let mut ws = Words::at(seed, offset / 8);
+    let mut idx = offset / 8;
     if head > 0 {
         let s = (offset % 8) as usize;
-        buf[..head].copy_from_slice(&ws.w.to_le_bytes()[s..s + head]);
-        ws.advance();
+        buf[..head].copy_from_slice(&word(seed, idx).to_le_bytes()[s..s + head]);
+        idx += 1;
     }
     let (mid, tail) = buf[head..].split_at_mut(body);
-    for c in mid.chunks_exact_mut(8) {
-        c.copy_from_slice(&ws.w.to_le_bytes());
-        ws.advance();
+    for (first, range) in block_runs(idx, body) {
+        let mut w = word(seed, first);
+        for c in mid[range].chunks_exact_mut(8) {
+            c.copy_from_slice(&w.to_le_bytes());
+            w = w.wrapping_add(WORD_STEP);
+        }
     }
     let n = tail.len();
-    tail.copy_from_slice(&ws.w.to_le_bytes()[..n]);
+    if n > 0 {
+        tail.copy_from_slice(&word(seed, idx + body as u64 / 8).to_le_bytes()[..n]);
+    }
 }
 
 fn byte_diffs(a: &[u8], b: &[u8]) -> usize {
@@ -93,25 +92,39 @@ fn byte_diffs(a: &[u8], b: &[u8]) -> usize {
 /// Number of bytes of `buf` that differ from the flow's bytes at `offset`.
 pub fn mismatches(seed: u64, offset: u64, buf: &[u8]) -> usize {
     let (head, body) = split(offset, buf.len());
-    let mut ws = Words::at(seed, offset / 8);
+    let mut idx = offset / 8;
     let mut bad = 0;
     if head > 0 {
         let s = (offset % 8) as usize;
-        bad += byte_diffs(&ws.w.to_le_bytes()[s..s + head], &buf[..head]);
-        ws.advance();
+        bad += byte_diffs(&word(seed, idx).to_le_bytes()[s..s + head], &buf[..head]);
+        idx += 1;
     }
     let (mid, tail) = buf[head..].split_at(body);
-    for c in mid.chunks_exact(8) {
-        let mut got = [0u8; 8];
-        got.copy_from_slice(c);
-        // Whole words compare as one; bytes are counted only on a difference.
-        let diff = ws.w ^ u64::from_le_bytes(got);
-        if diff != 0 {
-            bad += diff.to_le_bytes().iter().filter(|&&b| b != 0).count();
+    for (first, range) in block_runs(idx, body) {
+        let run = &mid[range];
+        let got = |c: &[u8]| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(c);
+            u64::from_le_bytes(b)
+        };
+        // The whole run compared at once; bytes counted only on a difference.
+        let (mut w, mut any) = (word(seed, first), 0u64);
+        for c in run.chunks_exact(8) {
+            any |= w ^ got(c);
+            w = w.wrapping_add(WORD_STEP);
         }
-        ws.advance();
+        if any != 0 {
+            let mut w = word(seed, first);
+            for c in run.chunks_exact(8) {
+                bad += (w ^ got(c)).to_le_bytes().iter().filter(|&&b| b != 0).count();
+                w = w.wrapping_add(WORD_STEP);
+            }
+        }
     }
-    bad + byte_diffs(&ws.w.to_le_bytes()[..tail.len()], tail)
+    if !tail.is_empty() {
+        bad += byte_diffs(&word(seed, idx + body as u64 / 8).to_le_bytes()[..tail.len()], tail);
+    }
+    bad
 }
 
 pub fn verify(seed: u64, offset: u64, buf: &[u8]) -> bool {
