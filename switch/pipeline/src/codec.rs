@@ -165,13 +165,8 @@ mod tests {
     /// layouts, with and without slack after the header.
     #[test]
     fn plan_matches_streaming() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut rng = crate::rng::Rng::new(0x9e37_79b9_7f4a_7c15);
+        let mut next = move || rng.next_u64();
         for round in 0..3000 {
             let n = (next() % 14 + 1) as usize;
             // Up to 128 bits a field (the general plan), or up to 56 (every
