@@ -167,8 +167,7 @@ fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, fast: Option<&FastP
                 if let Some((a, args)) = &def.fixed {
                     let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
                     run_action(fast, &mut x, pkt, *a, args);
-                    // A keyless table never hits.
-                    node = def.next_node(false, Some(*a));
+                    node = def.fixed_next;
                     continue;
                 }
                 s.key.clear();

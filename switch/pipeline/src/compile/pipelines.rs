@@ -183,7 +183,9 @@ fn table(
         needs_priority: kind == TableKind::Ternary,
     };
     let fixed = if keys.is_empty() && default_is_const && const_entries.is_empty() { default.clone() } else { None };
-    Ok((info, TableDef { keys, kind, next, base_default_next, default, const_entries, fixed }))
+    let mut def = TableDef { keys, kind, next, base_default_next, default, const_entries, fixed, fixed_next: None };
+    def.fixed_next = def.fixed.as_ref().and_then(|(a, _)| def.next_node(false, Some(*a)));
+    Ok((info, def))
 }
 
 /// The key fields, as the engine reads them and as the control plane sees

@@ -76,6 +76,9 @@ pub(crate) struct TableDef {
     /// statements outside any table; running the action directly spares
     /// the lookup and the table lock.
     pub fixed: Option<(usize, Vec<u128>)>,
+    /// The node after the fixed action (a keyless table never hits), worked
+    /// out once instead of searched for on every packet.
+    pub fixed_next: Option<Node>,
 }
 
 impl TableDef {
