@@ -6,15 +6,15 @@
 //! packet (about 60 instructions a field; a third of a packet's parsing).
 //!
 //! The word loads read up to 15 bytes past a field, so the fast paths need
-//! that much slack after the header; the callers have it (the rest of the
-//! frame, or a deparse buffer made larger) or take the streaming path.
+//! that much slack after the header: the parser passes the rest of the
+//! frame, the deparser a buffer made larger (`Program::deparse_slack`), and
+//! a header at the very end of a short frame is copied to a padded buffer.
 
 use crate::bits::{mask, read_bits, write_bits};
 
 #[derive(Clone, Copy, Debug)]
 enum FieldPos {
-    /// The field is `(load_u64(off) >> shift) & mask`.
-    W64 { off: usize, shift: u32, mask: u64 },
+    W64(Narrow),
     /// The field is `(load_u128(off) >> shift) & mask`.
     W128 { off: usize, shift: u32, mask: u128 },
     /// Wider than a 128-bit word allows at its bit offset (a 121..128-bit
@@ -64,10 +64,12 @@ impl HeaderCodec {
         for width in widths {
             let (off, within) = (bit / 8, (bit % 8) as u32);
             let pos = if width == 0 {
-                FieldPos::W64 { off: 0, shift: 0, mask: 0 }
+                // Reads the header's first word and keeps none of it.
+                reach = reach.max(8);
+                FieldPos::W64(Narrow { off: 0, shift: 0, mask: 0 })
             } else if within + width <= 64 {
                 reach = reach.max(off + 8);
-                FieldPos::W64 { off, shift: 64 - within - width, mask: mask(width) as u64 }
+                FieldPos::W64(Narrow { off, shift: 64 - within - width, mask: mask(width) as u64 })
             } else if within + width <= 128 {
                 reach = reach.max(off + 16);
                 FieldPos::W128 { off, shift: 128 - within - width, mask: mask(width) }
@@ -81,14 +83,15 @@ impl HeaderCodec {
         let narrow = fields
             .iter()
             .map(|f| match *f {
-                FieldPos::W64 { off, shift, mask } => Some(Narrow { off, shift, mask }),
+                FieldPos::W64(n) => Some(n),
                 _ => None,
             })
             .collect();
         HeaderCodec { fields, narrow, reach }
     }
 
-    /// Bytes of slack the fast paths need after a header of `nbytes`.
+    /// Bytes a fast extract or deparse touches from the header's start (at
+    /// least the header's own).
     pub fn reach(&self) -> usize {
         self.reach
     }
@@ -106,7 +109,7 @@ impl HeaderCodec {
             }
             for (pos, o) in self.fields.iter().zip(out.iter_mut()) {
                 *o = match *pos {
-                    FieldPos::W64 { off, shift, mask } => ((load64(data, off) >> shift) & mask) as u128,
+                    FieldPos::W64(n) => ((load64(data, n.off) >> n.shift) & n.mask) as u128,
                     FieldPos::W128 { off, shift, mask } => (load128(data, off) >> shift) & mask,
                     FieldPos::Bits { bit, width } => read_bits(data, bit, width),
                 };
@@ -142,9 +145,9 @@ impl HeaderCodec {
         }
         for (pos, &v) in self.fields.iter().zip(values) {
             match *pos {
-                FieldPos::W64 { off, shift, mask } => {
-                    let w = load64(out, off) | ((v as u64 & mask) << shift);
-                    out[off..off + 8].copy_from_slice(&w.to_be_bytes());
+                FieldPos::W64(n) => {
+                    let w = load64(out, n.off) | ((v as u64 & n.mask) << n.shift);
+                    out[n.off..n.off + 8].copy_from_slice(&w.to_be_bytes());
                 }
                 FieldPos::W128 { off, shift, mask } => {
                     let w = load128(out, off) | ((v & mask) << shift);
@@ -211,5 +214,23 @@ mod tests {
             assert_eq!(&out[..nbytes], &bytes[..], "widths {widths:?}");
             assert!(out[nbytes..].iter().all(|&b| b == 0));
         }
+    }
+
+    /// Zero-width fields read as 0 and write nothing, however short the
+    /// frame.
+    #[test]
+    fn zero_width_fields() {
+        let codec = HeaderCodec::new([0, 8, 0]);
+        let mut got = [7u128; 3];
+        codec.extract(&[0xab], 1, &mut got);
+        assert_eq!(got, [0, 0xab, 0]);
+        let mut out = vec![0u8; codec.reach()];
+        codec.deparse(&[5, 0xab, 9], &mut out);
+        assert_eq!(out[0], 0xab);
+        assert!(out[1..].iter().all(|&b| b == 0));
+        let empty = HeaderCodec::new([0]);
+        let mut one = [7u128];
+        empty.extract(&[], 0, &mut one);
+        assert_eq!(one, [0]);
     }
 }
