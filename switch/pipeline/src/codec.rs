@@ -30,13 +30,31 @@ struct Narrow {
     mask: u64,
 }
 
+impl Narrow {
+    #[inline(always)]
+    fn read(&self, data: &[u8]) -> u128 {
+        ((load64(data, self.off) >> self.shift) & self.mask) as u128
+    }
+
+    #[inline(always)]
+    fn write(&self, out: &mut [u8], v: u128) {
+        let w = load64(out, self.off) | ((v as u64 & self.mask) << self.shift);
+        out[self.off..self.off + 8].copy_from_slice(&w.to_be_bytes());
+    }
+}
+
+/// The fields' positions: all in 64-bit words (most headers, one loop
+/// without a match per field), or any mix.
+#[derive(Clone, Debug)]
+enum Plan {
+    Narrow(Vec<Narrow>),
+    General(Vec<FieldPos>),
+}
+
 /// The plan for one header type's fields, in order.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct HeaderCodec {
-    fields: Vec<FieldPos>,
-    /// The same plan when every field fits a 64-bit word (most headers):
-    /// one loop without a match per field.
-    narrow: Option<Vec<Narrow>>,
+    plan: Plan,
     /// Bytes a fast extract or deparse may touch from the header's start.
     reach: usize,
 }
@@ -80,14 +98,18 @@ impl HeaderCodec {
             bit += width as usize;
         }
         reach = reach.max(bit.div_ceil(8));
-        let narrow = fields
+        let narrow: Option<Vec<Narrow>> = fields
             .iter()
             .map(|f| match *f {
                 FieldPos::W64(n) => Some(n),
                 _ => None,
             })
             .collect();
-        HeaderCodec { fields, narrow, reach }
+        let plan = match narrow {
+            Some(n) => Plan::Narrow(n),
+            None => Plan::General(fields),
+        };
+        HeaderCodec { plan, reach }
     }
 
     /// Bytes a fast extract or deparse touches from the header's start (at
@@ -100,21 +122,7 @@ impl HeaderCodec {
     /// them), in order, into `out`. Bytes past `nbytes` never reach a value.
     #[inline]
     pub fn extract(&self, data: &[u8], nbytes: usize, out: &mut [u128]) {
-        if data.len() >= self.reach {
-            if let Some(narrow) = &self.narrow {
-                for (n, o) in narrow.iter().zip(out.iter_mut()) {
-                    *o = ((load64(data, n.off) >> n.shift) & n.mask) as u128;
-                }
-                return;
-            }
-            for (pos, o) in self.fields.iter().zip(out.iter_mut()) {
-                *o = match *pos {
-                    FieldPos::W64(n) => ((load64(data, n.off) >> n.shift) & n.mask) as u128,
-                    FieldPos::W128 { off, shift, mask } => (load128(data, off) >> shift) & mask,
-                    FieldPos::Bits { bit, width } => read_bits(data, bit, width),
-                };
-            }
-        } else {
+        if data.len() < self.reach {
             // Too close to the end of the frame for word loads (the last
             // header of a short frame): the same plan over a copy with room
             // after it, on the stack unless the header is unusually large.
@@ -128,7 +136,23 @@ impl HeaderCodec {
                 &mut heap
             };
             padded[..n].copy_from_slice(&data[..n]);
-            self.extract(padded, nbytes, out);
+            return self.extract(padded, nbytes, out);
+        }
+        match &self.plan {
+            Plan::Narrow(fields) => {
+                for (f, o) in fields.iter().zip(out.iter_mut()) {
+                    *o = f.read(data);
+                }
+            }
+            Plan::General(fields) => {
+                for (f, o) in fields.iter().zip(out.iter_mut()) {
+                    *o = match *f {
+                        FieldPos::W64(n) => n.read(data),
+                        FieldPos::W128 { off, shift, mask } => (load128(data, off) >> shift) & mask,
+                        FieldPos::Bits { bit, width } => read_bits(data, bit, width),
+                    };
+                }
+            }
         }
     }
 
@@ -136,24 +160,23 @@ impl HeaderCodec {
     /// which has `reach()` bytes. Values are masked to their widths.
     #[inline]
     pub fn deparse(&self, values: &[u128], out: &mut [u8]) {
-        if let Some(narrow) = &self.narrow {
-            for (n, &v) in narrow.iter().zip(values) {
-                let w = load64(out, n.off) | ((v as u64 & n.mask) << n.shift);
-                out[n.off..n.off + 8].copy_from_slice(&w.to_be_bytes());
+        match &self.plan {
+            Plan::Narrow(fields) => {
+                for (f, &v) in fields.iter().zip(values) {
+                    f.write(out, v);
+                }
             }
-            return;
-        }
-        for (pos, &v) in self.fields.iter().zip(values) {
-            match *pos {
-                FieldPos::W64(n) => {
-                    let w = load64(out, n.off) | ((v as u64 & n.mask) << n.shift);
-                    out[n.off..n.off + 8].copy_from_slice(&w.to_be_bytes());
+            Plan::General(fields) => {
+                for (f, &v) in fields.iter().zip(values) {
+                    match *f {
+                        FieldPos::W64(n) => n.write(out, v),
+                        FieldPos::W128 { off, shift, mask } => {
+                            let w = load128(out, off) | ((v & mask) << shift);
+                            out[off..off + 16].copy_from_slice(&w.to_be_bytes());
+                        }
+                        FieldPos::Bits { bit, width } => write_bits(out, bit, width, v),
+                    }
                 }
-                FieldPos::W128 { off, shift, mask } => {
-                    let w = load128(out, off) | ((v & mask) << shift);
-                    out[off..off + 16].copy_from_slice(&w.to_be_bytes());
-                }
-                FieldPos::Bits { bit, width } => write_bits(out, bit, width, v),
             }
         }
     }
@@ -193,7 +216,7 @@ mod tests {
             bw.finish();
             let codec = HeaderCodec::new(widths.iter().copied());
             if widths.iter().all(|&w| w <= 57) {
-                assert!(codec.narrow.is_some(), "widths {widths:?}");
+                assert!(matches!(codec.plan, Plan::Narrow(_)), "widths {widths:?}");
             }
 
             // Extract, with trailing bytes that must not leak in (or none).
