@@ -128,6 +128,8 @@ pub struct SenderStack {
     pending: Vec<(usize, Option<u64>)>,
     gaps: GapStats,
     rr: usize,
+    /// The lists of the last ACK parsed, reused by the next.
+    ack_spare: (Vec<wire::SackBlock>, Vec<telemetry::shim::HopRecord>),
     pub report: SenderReport,
 }
 
@@ -153,6 +155,7 @@ impl SenderStack {
             pending: Vec::with_capacity(32),
             gaps: GapStats::new(2_000_000),
             rr: 0,
+            ack_spare: (Vec::new(), Vec::new()),
             report: SenderReport { src, wake_late: Lateness::new(1_000_000), ..Default::default() },
         }
     }
@@ -273,7 +276,7 @@ impl SenderStack {
             self.report.foreign_pkts += 1;
             return Ok(());
         }
-        let ack = match Ack::parse(data) {
+        let ack = match Ack::parse_reusing(data, std::mem::take(&mut self.ack_spare)) {
             Ok(x) => x,
             Err(_) => {
                 self.report.bad_acks += 1;
@@ -290,8 +293,8 @@ impl SenderStack {
         if let Some(rtt) = out.rtt_ns {
             if self.logger.want_rtt() {
                 self.logger.rtt(id, t_unix, rtt, out.qdepth_pkts, out.cwnd_bytes, out.rate_bps, out.inflight)?;
-                if self.logger.has_hops() && !out.hops.is_empty() {
-                    let h: Vec<_> = out
+                if self.logger.has_hops() && !ack.hops.is_empty() {
+                    let h: Vec<_> = ack
                         .hops
                         .iter()
                         .map(|h| (h.switch_id, h.egress_port, h.enq_qdepth, h.deq_timedelta_us, h.egress_ts_us))
@@ -300,6 +303,7 @@ impl SenderStack {
                 }
             }
         }
+        self.ack_spare = (ack.sacks, ack.hops);
         Ok(())
     }
 

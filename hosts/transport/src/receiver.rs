@@ -208,6 +208,9 @@ pub struct Receiver {
     /// retransmissions of them are answered, not mistaken for new flows.
     tombstones: HashSet<(Key, u64)>,
     finished: Vec<RecvFlowRecord>,
+    /// The SACK and hop lists of the last ACK sent, reused for the next:
+    /// an ACK then allocates nothing.
+    spare: (Vec<SackBlock>, Vec<HopRecord>),
     pub stats: ReceiverStats,
 }
 
@@ -220,7 +223,7 @@ pub struct AckOut {
 
 impl Receiver {
     pub fn new(cfg: ReceiverConfig) -> Receiver {
-        Receiver { cfg, flows: BTreeMap::new(), tombstones: HashSet::new(), finished: Vec::new(), stats: ReceiverStats::default() }
+        Receiver { cfg, flows: BTreeMap::new(), tombstones: HashSet::new(), finished: Vec::new(), spare: (Vec::new(), Vec::new()), stats: ReceiverStats::default() }
     }
 
     pub fn active_flows(&self) -> usize {
@@ -447,7 +450,9 @@ impl Receiver {
         }
         // SACK blocks: the block holding this segment first, then the
         // lowest others
-        let mut sacks = Vec::new();
+        let (mut sacks, mut hops) = std::mem::take(&mut self.spare);
+        sacks.clear();
+        hops.clear();
         let first = f.ooo.containing(h.seq);
         if let Some((a, b)) = first {
             sacks.push(SackBlock { start: a, end: b });
@@ -460,7 +465,7 @@ impl Receiver {
                 sacks.push(SackBlock { start: a, end: b });
             }
         }
-        let hops: Vec<HopRecord> = shim.hops().to_vec();
+        hops.extend_from_slice(shim.hops());
         let pend_q = f.pend_qdepth;
         let ack = Ack {
             flow_id: h.flow_id,
@@ -485,7 +490,9 @@ impl Receiver {
             f.pend_qdepth = 0;
             f.last_ack = None;
             self.stats.acks_sent += 1;
-            Some(AckOut { to: from, len: ack.write(ack_buf) })
+            let len = ack.write(ack_buf);
+            self.spare = (ack.sacks, ack.hops);
+            Some(AckOut { to: from, len })
         } else {
             if f.pending == 1 {
                 f.pending_since = now_ns;

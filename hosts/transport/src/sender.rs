@@ -200,7 +200,6 @@ pub struct AckOutcome {
     pub cwnd_bytes: Option<u64>,
     pub rate_bps: Option<u64>,
     pub inflight: u64,
-    pub hops: Vec<HopRecord>,
     pub completed: bool,
 }
 
@@ -262,6 +261,9 @@ pub struct FlowSender {
 
     next_tick_ns: u64,
     need_probe: bool,
+    /// The hop reports handed to the algorithm, kept between ACKs so a
+    /// sample allocates nothing.
+    hop_buf: Vec<QueueReport>,
 
     pub stats: SenderStats,
 }
@@ -291,6 +293,7 @@ impl FlowSender {
             seed,
             rto_ns: cfg.init_rto_ns,
             next_tick_ns: now_ns + cfg.tick_ns,
+            hop_buf: Vec::new(),
             cfg,
             cc,
             size,
@@ -702,9 +705,15 @@ impl FlowSender {
             path_qdepth_pkts: qd,
             inflight_bytes: self.inflight,
             acked_pkts: pkts,
-            hops: ack.hops.iter().map(|h| hop_report(h, unit)).collect(),
+            hops: {
+                let mut v = std::mem::take(&mut self.hop_buf);
+                v.clear();
+                v.extend(ack.hops.iter().map(|h| hop_report(h, unit)));
+                v
+            },
         };
         self.cc.on_ack(&sample);
+        self.hop_buf = sample.hops;
         if lost > 0 {
             self.stats.lost_pkts_detected += 1;
             if self.loss_every || !self.in_recovery {
@@ -732,7 +741,6 @@ impl FlowSender {
         out.cwnd_bytes = self.cc.cwnd_bytes();
         out.rate_bps = self.pacing_rate();
         out.inflight = self.inflight;
-        out.hops = ack.hops.clone();
         out
     }
 

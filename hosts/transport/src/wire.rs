@@ -248,6 +248,13 @@ impl Ack {
     }
 
     pub fn parse(b: &[u8]) -> Result<Ack, WireError> {
+        Ack::parse_reusing(b, (Vec::new(), Vec::new()))
+    }
+
+    /// [`Ack::parse`] into the SACK and hop lists of an ACK done with
+    /// (`(ack.sacks, ack.hops)`), so a steady stream of ACKs allocates
+    /// nothing.
+    pub fn parse_reusing(b: &[u8], spare: (Vec<SackBlock>, Vec<HopRecord>)) -> Result<Ack, WireError> {
         if b.len() < ACK_FIXED_LEN {
             return Err(WireError::TooShort { have: b.len(), need: ACK_FIXED_LEN });
         }
@@ -273,7 +280,9 @@ impl Ack {
             return Err(WireError::BadLength { claimed: need, have: b.len() });
         }
         let mut o = ACK_FIXED_LEN;
-        let mut sacks = Vec::with_capacity(ns as usize);
+        let (mut sacks, mut hops) = spare;
+        sacks.clear();
+        hops.clear();
         for _ in 0..ns {
             let s = SackBlock { start: be64(b, o), end: be64(b, o + 8) };
             if s.end <= s.start {
@@ -282,7 +291,6 @@ impl Ack {
             sacks.push(s);
             o += SACK_BLOCK_LEN;
         }
-        let mut hops = Vec::with_capacity(nh as usize);
         for _ in 0..nh {
             hops.push(HopRecord::parse(&b[o..o + HOP_LEN]).ok_or(WireError::TooShort { have: b.len(), need })?);
             o += HOP_LEN;
@@ -391,6 +399,9 @@ mod tests {
         for k in 0..n {
             assert!(Ack::parse(&b[..k]).is_err());
         }
+        // Lists of an earlier, longer ACK leave nothing behind.
+        let spare = (vec![SackBlock { start: 1, end: 2 }; 5], vec![HopRecord::default(); 4]);
+        assert_eq!(Ack::parse_reusing(&b[..n], spare).unwrap(), a);
     }
 
     #[test]

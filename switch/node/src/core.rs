@@ -250,6 +250,14 @@ impl SwitchCore {
         }
     }
 
+    /// Gives back a frame [`pop_released`](Self::pop_released) returned (or
+    /// any other), once it is sent, for a later egress to write into.
+    pub fn recycle_frame(&mut self, frame: Vec<u8>) {
+        if let Some(e) = self.engine.as_mut() {
+            e.recycle_frame(frame);
+        }
+    }
+
     /// The next frame of port `i` whose propagation is over by `t`.
     pub fn pop_released(&mut self, i: usize, t: u64) -> Option<Vec<u8>> {
         self.ports[i].egress.pop_released(t)

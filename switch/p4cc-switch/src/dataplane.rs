@@ -144,7 +144,9 @@ impl Dataplane {
                     st.tx_pkts += sent as u64;
                     st.tx_errors += failed as u64;
                     st.tx_bytes += p.tx.iter().take(sent).map(|f| f.len() as u64).sum::<u64>();
-                    p.tx.clear();
+                    for f in p.tx.drain(..) {
+                        self.core.recycle_frame(f);
+                    }
                     busy = true;
                 }
             }

@@ -21,11 +21,22 @@ type EFn = Box<dyn Fn(&Ctx) -> i128 + Send + Sync>;
 type BFn = Box<dyn Fn(&Ctx) -> bool + Send + Sync>;
 type PFn = Box<dyn Fn(&mut Exec, &mut Pkt, &[u128]) + Send + Sync>;
 
-/// An action: its primitives one closure each, or (an action with jumps,
-/// whose primitives are not run in order) the general interpreter.
+/// An action: its primitives in order, or (an action with jumps, whose
+/// primitives are not run in order) the general interpreter.
 pub(crate) enum FastAction {
-    Prims(Vec<PFn>),
+    Prims(Vec<FastPrim>),
     General(usize),
+}
+
+/// A primitive: the stores most of p4c's primitives are (a constant, an
+/// action argument or a masked field into a field) run inline; anything
+/// else is a closure. Inline, a store costs a few instructions instead of
+/// an indirect call.
+pub(crate) enum FastPrim {
+    SetConst { dst: usize, value: u128 },
+    SetArg { dst: usize, arg: usize, mask: u128 },
+    CopyField { dst: usize, src: usize, mask: u128 },
+    Closure(PFn),
 }
 
 /// The specialised program: one boolean closure per conditional, one
@@ -44,12 +55,17 @@ impl FastProgram {
     }
 
     /// Runs action `a` with `args` on `pkt`.
-    #[inline]
+    #[inline(always)]
     pub fn run_action(&self, x: &mut Exec, pkt: &mut Pkt, a: usize, args: &[u128]) {
         match &self.actions[a] {
             FastAction::Prims(v) => {
                 for f in v {
-                    f(x, pkt, args);
+                    match f {
+                        FastPrim::SetConst { dst, value } => pkt.phv.put(*dst, *value),
+                        FastPrim::SetArg { dst, arg, mask } => pkt.phv.put(*dst, args.get(*arg).copied().unwrap_or(0) & mask),
+                        FastPrim::CopyField { dst, src, mask } => pkt.phv.put(*dst, pkt.phv.f()[*src] & mask),
+                        FastPrim::Closure(f) => f(x, pkt, args),
+                    }
                 }
             }
             FastAction::General(a) => actions::run(x, pkt, &x.p.action_defs[*a].prims, args),
@@ -281,20 +297,17 @@ fn store(p: &Program, dst: usize, v: EFn) -> PFn {
     })
 }
 
+fn fast_prim(p: &Program, prim: &Prim) -> FastPrim {
+    match *prim {
+        Prim::SetConst { dst, value } => FastPrim::SetConst { dst, value },
+        Prim::SetArg { dst, arg, mask } => FastPrim::SetArg { dst, arg, mask },
+        Prim::CopyField { dst, src, mask } => FastPrim::CopyField { dst, src, mask },
+        _ => FastPrim::Closure(prim_fn(p, prim)),
+    }
+}
+
 fn prim_fn(p: &Program, prim: &Prim) -> PFn {
     match prim {
-        Prim::SetConst { dst, value } => {
-            let (d, v) = (*dst, *value);
-            Box::new(move |_, pkt, _| pkt.phv.put(d, v))
-        }
-        Prim::SetArg { dst, arg, mask } => {
-            let (d, a, m) = (*dst, *arg, *mask);
-            Box::new(move |_, pkt, args| pkt.phv.put(d, args.get(a).copied().unwrap_or(0) & m))
-        }
-        Prim::CopyField { dst, src, mask } => {
-            let (d, s, m) = (*dst, *src, *mask);
-            Box::new(move |_, pkt, _| pkt.phv.put(d, pkt.phv.f()[s] & m))
-        }
         Prim::Assign(LValue::Slot(d), e) => store(p, *d, data_fn(p, e)),
         Prim::Count { counter, idx } => {
             let c = *counter;
@@ -334,5 +347,5 @@ fn action(p: &Program, a: usize) -> FastAction {
     if prims.iter().any(|x| matches!(x, Prim::Jump(_) | Prim::JumpIfZero(..))) {
         return FastAction::General(a);
     }
-    FastAction::Prims(prims.iter().map(|x| prim_fn(p, x)).collect())
+    FastAction::Prims(prims.iter().map(|x| fast_prim(p, x)).collect())
 }

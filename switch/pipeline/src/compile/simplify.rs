@@ -33,6 +33,13 @@ pub(crate) fn simplify(p: &mut Program) {
                     simplify_lvalue(p, dst);
                     if let SetSrc::Expr(e) = src {
                         simplify_expr(p, e);
+                        // A parser `set` stores as an assignment does; the
+                        // direct forms skip the expression walk.
+                        let mut prim = Prim::Assign(dst.clone(), e.clone());
+                        simplify_prim(p, &mut prim);
+                        if matches!(prim, Prim::SetConst { .. } | Prim::CopyField { .. }) {
+                            *op = ParserOp::Prim(prim);
+                        }
                     }
                 }
                 ParserOp::Verify { cond, error } => {
