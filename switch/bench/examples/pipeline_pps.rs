@@ -107,6 +107,7 @@ fn main() {
                 }
                 while let Some(f) = port.pop_released(now) {
                     sent += f.len() as u64;
+                    engine.recycle_frame(f);
                 }
                 continue_count(&mut n);
                 continue;
@@ -115,6 +116,8 @@ fn main() {
                 let qm = QueueMeta { enq_qdepth: (t % 30) as u32, deq_qdepth: 0, deq_timedelta_us: 3, enq_timestamp_us: t };
                 if let Some(f) = engine.egress(q, qm, t, &mut requeue) {
                     sent += f.len() as u64;
+                    // As the switch does once a frame is sent.
+                    engine.recycle_frame(f);
                 }
                 requeue.clear();
             }
