@@ -512,16 +512,17 @@ impl World {
             if until_senders_done && self.senders_left == 0 {
                 break;
             }
+            // The heap's entries due now first, then what was scheduled for
+            // now since, then time moves to the heap's next entry.
             let heap_due = self.heap.peek().map(|Reverse(top)| top.t);
-            let ev = match heap_due {
-                Some(t) if t <= self.now => self.pop_heap(),
-                _ => match self.due_now.pop_front() {
-                    Some(ev) => Some(ev),
-                    None => match heap_due {
-                        Some(t) if t <= until => self.pop_heap(),
-                        _ => break,
-                    },
-                },
+            let ev = if heap_due.is_some_and(|t| t <= self.now) {
+                self.pop_heap()
+            } else if let Some(ev) = self.due_now.pop_front() {
+                Some(ev)
+            } else if heap_due.is_some_and(|t| t <= until) {
+                self.pop_heap()
+            } else {
+                break;
             };
             let Some(ev) = ev else { continue };
             self.stats.events += 1;

@@ -129,7 +129,7 @@ pub struct SenderStack {
     gaps: GapStats,
     rr: usize,
     /// The lists of the last ACK parsed, reused by the next.
-    ack_spare: (Vec<wire::SackBlock>, Vec<telemetry::shim::HopRecord>),
+    ack_spare: wire::AckLists,
     pub report: SenderReport,
 }
 
@@ -155,7 +155,7 @@ impl SenderStack {
             pending: Vec::with_capacity(32),
             gaps: GapStats::new(2_000_000),
             rr: 0,
-            ack_spare: (Vec::new(), Vec::new()),
+            ack_spare: wire::AckLists::default(),
             report: SenderReport { src, wake_late: Lateness::new(1_000_000), ..Default::default() },
         }
     }
@@ -303,7 +303,7 @@ impl SenderStack {
                 }
             }
         }
-        self.ack_spare = (ack.sacks, ack.hops);
+        self.ack_spare = ack.into_lists();
         Ok(())
     }
 

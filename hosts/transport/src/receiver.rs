@@ -7,12 +7,11 @@
 use crate::payload;
 use crate::rangeset::RangeSet;
 use crate::wire::{
-    self, Ack, SackBlock, WireError, AF_COMPLETE, AF_CE, AF_CORRUPT, AF_DUP, AF_TELEMETRY, DF_PROBE, NO_QDEPTH,
+    self, Ack, AckLists, SackBlock, WireError, AF_COMPLETE, AF_CE, AF_CORRUPT, AF_DUP, AF_TELEMETRY, DF_PROBE, NO_QDEPTH,
     SIZE_UNKNOWN, TYPE_ABORT,
 };
 use std::collections::{BTreeMap, HashSet};
 use std::net::SocketAddr;
-use telemetry::shim::HopRecord;
 use telemetry::ShimError;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -210,7 +209,7 @@ pub struct Receiver {
     finished: Vec<RecvFlowRecord>,
     /// The SACK and hop lists of the last ACK sent, reused for the next:
     /// an ACK then allocates nothing.
-    spare: (Vec<SackBlock>, Vec<HopRecord>),
+    spare: AckLists,
     pub stats: ReceiverStats,
 }
 
@@ -223,7 +222,7 @@ pub struct AckOut {
 
 impl Receiver {
     pub fn new(cfg: ReceiverConfig) -> Receiver {
-        Receiver { cfg, flows: BTreeMap::new(), tombstones: HashSet::new(), finished: Vec::new(), spare: (Vec::new(), Vec::new()), stats: ReceiverStats::default() }
+        Receiver { cfg, flows: BTreeMap::new(), tombstones: HashSet::new(), finished: Vec::new(), spare: AckLists::default(), stats: ReceiverStats::default() }
     }
 
     pub fn active_flows(&self) -> usize {
@@ -450,7 +449,7 @@ impl Receiver {
         }
         // SACK blocks: the block holding this segment first, then the
         // lowest others
-        let (mut sacks, mut hops) = std::mem::take(&mut self.spare);
+        let AckLists { mut sacks, mut hops } = std::mem::take(&mut self.spare);
         sacks.clear();
         hops.clear();
         let first = f.ooo.containing(h.seq);
@@ -491,7 +490,7 @@ impl Receiver {
             f.last_ack = None;
             self.stats.acks_sent += 1;
             let len = ack.write(ack_buf);
-            self.spare = (ack.sacks, ack.hops);
+            self.spare = ack.into_lists();
             Some(AckOut { to: from, len })
         } else {
             if f.pending == 1 {

@@ -175,6 +175,13 @@ pub struct SackBlock {
     pub end: u64,
 }
 
+/// The variable-length lists of an [`Ack`], kept to be reused.
+#[derive(Debug, Default)]
+pub struct AckLists {
+    pub sacks: Vec<SackBlock>,
+    pub hops: Vec<HopRecord>,
+}
+
 /// An acknowledgement (receiver -> sender, no shim).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ack {
@@ -248,13 +255,17 @@ impl Ack {
     }
 
     pub fn parse(b: &[u8]) -> Result<Ack, WireError> {
-        Ack::parse_reusing(b, (Vec::new(), Vec::new()))
+        Ack::parse_reusing(b, AckLists::default())
     }
 
-    /// [`Ack::parse`] into the SACK and hop lists of an ACK done with
-    /// (`(ack.sacks, ack.hops)`), so a steady stream of ACKs allocates
-    /// nothing.
-    pub fn parse_reusing(b: &[u8], spare: (Vec<SackBlock>, Vec<HopRecord>)) -> Result<Ack, WireError> {
+    /// The ACK's SACK and hop lists, for the next ACK to fill.
+    pub fn into_lists(self) -> AckLists {
+        AckLists { sacks: self.sacks, hops: self.hops }
+    }
+
+    /// [`Ack::parse`] into the lists of an ACK done with
+    /// ([`Ack::into_lists`]), so a steady stream of ACKs allocates nothing.
+    pub fn parse_reusing(b: &[u8], spare: AckLists) -> Result<Ack, WireError> {
         if b.len() < ACK_FIXED_LEN {
             return Err(WireError::TooShort { have: b.len(), need: ACK_FIXED_LEN });
         }
@@ -280,7 +291,7 @@ impl Ack {
             return Err(WireError::BadLength { claimed: need, have: b.len() });
         }
         let mut o = ACK_FIXED_LEN;
-        let (mut sacks, mut hops) = spare;
+        let AckLists { mut sacks, mut hops } = spare;
         sacks.clear();
         hops.clear();
         for _ in 0..ns {
@@ -400,7 +411,7 @@ mod tests {
             assert!(Ack::parse(&b[..k]).is_err());
         }
         // Lists of an earlier, longer ACK leave nothing behind.
-        let spare = (vec![SackBlock { start: 1, end: 2 }; 5], vec![HopRecord::default(); 4]);
+        let spare = AckLists { sacks: vec![SackBlock { start: 1, end: 2 }; 5], hops: vec![HopRecord::default(); 4] };
         assert_eq!(Ack::parse_reusing(&b[..n], spare).unwrap(), a);
     }
 

@@ -82,6 +82,21 @@ fn as_usize(v: i128) -> usize {
     }
 }
 
+/// Runs `prim` if it is one of the direct stores simplify.rs makes (a
+/// constant, an action argument or a masked field into a field) and says
+/// whether it was. The interpreter, the fast path and the parser all run
+/// them through here.
+#[inline(always)]
+pub(crate) fn run_store(prim: &Prim, pkt: &mut Pkt, args: &[u128]) -> bool {
+    match *prim {
+        Prim::SetConst { dst, value } => pkt.phv.put(dst, value),
+        Prim::SetArg { dst, arg, mask } => pkt.phv.put(dst, args.get(arg).copied().unwrap_or(0) & mask),
+        Prim::CopyField { dst, src, mask } => pkt.phv.put(dst, pkt.phv.f()[src] & mask),
+        _ => return false,
+    }
+    true
+}
+
 pub(crate) fn run(x: &mut Exec, pkt: &mut Pkt, prims: &[Prim], args: &[u128]) {
     let p = x.p;
     let mut pc = 0usize;
@@ -105,9 +120,9 @@ pub(crate) fn run(x: &mut Exec, pkt: &mut Pkt, prims: &[Prim], args: &[u128]) {
                     pkt.phv.set(p, s, v);
                 }
             }
-            Prim::SetConst { dst, value } => pkt.phv.put(*dst, *value),
-            Prim::SetArg { dst, arg, mask } => pkt.phv.put(*dst, args.get(*arg).copied().unwrap_or(0) & mask),
-            Prim::CopyField { dst, src, mask } => pkt.phv.put(*dst, pkt.phv.f()[*src] & mask),
+            store @ (Prim::SetConst { .. } | Prim::SetArg { .. } | Prim::CopyField { .. }) => {
+                run_store(store, pkt, args);
+            }
             Prim::AssignHeader(d, s) => {
                 let c = ctx!();
                 if let (Some(d), Some(s)) = (c.hdr(d), c.hdr(s)) {

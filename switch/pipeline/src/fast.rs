@@ -28,14 +28,11 @@ pub(crate) enum FastAction {
     General(usize),
 }
 
-/// A primitive: the stores most of p4c's primitives are (a constant, an
-/// action argument or a masked field into a field) run inline; anything
-/// else is a closure. Inline, a store costs a few instructions instead of
-/// an indirect call.
+/// A primitive: the direct stores most of p4c's primitives are run inline
+/// (`actions::run_store`); anything else is a closure. Inline, a store
+/// costs a few instructions instead of an indirect call.
 pub(crate) enum FastPrim {
-    SetConst { dst: usize, value: u128 },
-    SetArg { dst: usize, arg: usize, mask: u128 },
-    CopyField { dst: usize, src: usize, mask: u128 },
+    Store(Prim),
     Closure(PFn),
 }
 
@@ -61,9 +58,9 @@ impl FastProgram {
             FastAction::Prims(v) => {
                 for f in v {
                     match f {
-                        FastPrim::SetConst { dst, value } => pkt.phv.put(*dst, *value),
-                        FastPrim::SetArg { dst, arg, mask } => pkt.phv.put(*dst, args.get(*arg).copied().unwrap_or(0) & mask),
-                        FastPrim::CopyField { dst, src, mask } => pkt.phv.put(*dst, pkt.phv.f()[*src] & mask),
+                        FastPrim::Store(s) => {
+                            actions::run_store(s, pkt, args);
+                        }
                         FastPrim::Closure(f) => f(x, pkt, args),
                     }
                 }
@@ -298,10 +295,8 @@ fn store(p: &Program, dst: usize, v: EFn) -> PFn {
 }
 
 fn fast_prim(p: &Program, prim: &Prim) -> FastPrim {
-    match *prim {
-        Prim::SetConst { dst, value } => FastPrim::SetConst { dst, value },
-        Prim::SetArg { dst, arg, mask } => FastPrim::SetArg { dst, arg, mask },
-        Prim::CopyField { dst, src, mask } => FastPrim::CopyField { dst, src, mask },
+    match prim {
+        Prim::SetConst { .. } | Prim::SetArg { .. } | Prim::CopyField { .. } => FastPrim::Store(prim.clone()),
         _ => FastPrim::Closure(prim_fn(p, prim)),
     }
 }

@@ -6,7 +6,7 @@ use crate::actions::{self, lvalue_slot, Exec};
 use crate::checksum::{calc_output, ipv4_checksum};
 use crate::bits::{mask, read_bits};
 use crate::eval::Ctx;
-use crate::ir::{ChecksumDef, ChecksumKind, Expr, ParserOp, Prim, Program, SetSrc, TransCase, TransKey};
+use crate::ir::{ChecksumDef, ChecksumKind, Expr, ParserOp, Program, SetSrc, TransCase, TransKey};
 use crate::packet::Pkt;
 
 const MAX_STATES: usize = 100_000;
@@ -134,11 +134,13 @@ fn run_op(x: &mut Exec, pkt: &mut Pkt, op: &ParserOp, data: &[u8], pos: &mut usi
             }
             *pos += bytes;
         }
-        // The two forms simplify.rs makes of most `set`s, run here rather
-        // than through the general interpreter's set-up.
-        ParserOp::Prim(Prim::CopyField { dst, src, mask }) => pkt.phv.put(*dst, pkt.phv.f()[*src] & mask),
-        ParserOp::Prim(Prim::SetConst { dst, value }) => pkt.phv.put(*dst, *value),
-        ParserOp::Prim(prim) => actions::run(x, pkt, std::slice::from_ref(prim), &[]),
+        // Most `set`s are direct stores (simplify.rs): run without the
+        // general interpreter's set-up.
+        ParserOp::Prim(prim) => {
+            if !actions::run_store(prim, pkt, &[]) {
+                actions::run(x, pkt, std::slice::from_ref(prim), &[]);
+            }
+        }
     }
     Ok(())
 }
