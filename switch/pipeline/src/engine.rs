@@ -265,7 +265,7 @@ impl Engine {
         // per clone were a measurable part of a packet.
         let (p, state, fast, s) = (&*self.prog, &*self.state, self.fast.as_deref(), &mut self.s);
         let sm = p.sm;
-        parse_into(p, state, s, &mut pkt, frame);
+        parse_into(p, state, s, fast, &mut pkt, frame);
         run_pipeline(p, state, s, fast, &mut pkt, p.ingress_start);
         pkt.exit = false;
         if pkt.assert_failed {
@@ -279,7 +279,7 @@ impl Engine {
             if let Some(cs) = state.clone_session(session as u32) {
                 let mut c = Pkt::fresh(p, &mut s.pool, pkt.ingress_length);
                 sm_set(p, &mut c.phv, sm.ingress_port, ingress_port as i128);
-                parse_into(p, state, s, &mut c, frame);
+                parse_into(p, state, s, fast, &mut c, frame);
                 c.phv.reset_metadata(p);
                 copy_field_list(p, &mut c.phv, &pkt.phv, fl);
                 sm_set(p, &mut c.phv, sm.instance_type, instance_type::INGRESS_CLONE as i128);
@@ -398,11 +398,11 @@ impl Scratch {
 }
 
 /// Parser + checksum verification into `pkt` (payload = unparsed rest).
-fn parse_into(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt, frame: &[u8]) -> usize {
+fn parse_into(p: &Program, state: &State, s: &mut Scratch, fast: Option<&FastProgram>, pkt: &mut Pkt, frame: &[u8]) -> usize {
     let sm = p.sm;
     let mut key = std::mem::take(&mut s.key);
     let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
-    let (parsed, err) = parser::parse(&mut x, pkt, frame, &mut key);
+    let (parsed, err) = parser::parse(&mut x, fast, pkt, frame, &mut key);
     pkt.payload.clear();
     pkt.payload.extend_from_slice(frame.get(parsed..).unwrap_or(&[]));
     let bad = parser::verify_checksums(&mut x, pkt);

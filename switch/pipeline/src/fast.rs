@@ -13,7 +13,7 @@
 
 use crate::actions::{self, Exec};
 use crate::eval::Ctx;
-use crate::ir::{BinOp, Expr, HdrRef, LValue, Prim, Program};
+use crate::ir::{BinOp, Expr, HdrRef, LValue, ParserOp, Prim, Program, SetSrc};
 use crate::packet::Pkt;
 use crate::phv::fit;
 
@@ -37,10 +37,13 @@ pub(crate) enum FastPrim {
 }
 
 /// The specialised program: one boolean closure per conditional, one
-/// `FastAction` per action, indexed as in `Program`.
+/// `FastAction` per action, indexed as in `Program`, and a store per parser
+/// `set` of a computed value into a field (`parser_sets[state][op]`; the
+/// direct `set`s are already stores, simplify.rs).
 pub(crate) struct FastProgram {
     pub conds: Vec<BFn>,
     pub actions: Vec<FastAction>,
+    pub parser_sets: Vec<Vec<Option<PFn>>>,
 }
 
 impl FastProgram {
@@ -48,7 +51,14 @@ impl FastProgram {
         FastProgram {
             conds: p.conds.iter().map(|c| bool_fn(p, &c.expr)).collect(),
             actions: (0..p.action_defs.len()).map(|a| action(p, a)).collect(),
+            parser_sets: p.parse_states.iter().map(|st| st.ops.iter().map(|op| parser_set(p, op)).collect()).collect(),
         }
+    }
+
+    /// The store for op `op` of parse state `state`, if it has one.
+    #[inline(always)]
+    pub fn parser_set(&self, state: usize, op: usize) -> Option<&PFn> {
+        self.parser_sets[state][op].as_ref()
     }
 
     /// Runs action `a` with `args` on `pkt`.
@@ -194,6 +204,10 @@ fn data_fn(p: &Program, e: &Expr) -> EFn {
                 _ => general_data(e),
             }
         }
+        Expr::Ternary(cond, a, b) => {
+            let (cond, a, b) = (bool_fn(p, cond), data_fn(p, a), data_fn(p, b));
+            Box::new(move |c| if cond(c) { a(c) } else { b(c) })
+        }
         Expr::Bool(_) | Expr::Not(_) | Expr::D2B(_) => {
             let f = bool_fn(p, e);
             Box::new(move |c| f(c) as i128)
@@ -264,7 +278,11 @@ fn bool_fn(p: &Program, e: &Expr) -> BFn {
                 Box::new(move |c| f(c) != 0)
             }
         },
-        Expr::Ternary(..) | Expr::HdrEq(..) | Expr::UnionEq(..) | Expr::ValidUnion(_) => general_bool(e),
+        Expr::Ternary(cond, a, b) => {
+            let (cond, a, b) = (bool_fn(p, cond), bool_fn(p, a), bool_fn(p, b));
+            Box::new(move |c| if cond(c) { a(c) } else { b(c) })
+        }
+        Expr::HdrEq(..) | Expr::UnionEq(..) | Expr::ValidUnion(_) => general_bool(e),
         _ => {
             let f = data_fn(p, e);
             Box::new(move |c| f(c) != 0)
@@ -292,6 +310,16 @@ fn store(p: &Program, dst: usize, v: EFn) -> PFn {
         let val = v(&Ctx { p: x.p, phv: &pkt.phv, args, state: x.state });
         pkt.phv.put(dst, (val as u128) & m);
     })
+}
+
+/// A parser `set` of a computed value into a fixed field stores as an
+/// assignment does (bmv2 `ParserOpSet`, `Phv::set`); other ops stay with
+/// the parser.
+fn parser_set(p: &Program, op: &ParserOp) -> Option<PFn> {
+    match op {
+        ParserOp::Set { dst: LValue::Slot(d), src: SetSrc::Expr(e) } => Some(store(p, *d, data_fn(p, e))),
+        _ => None,
+    }
 }
 
 fn fast_prim(p: &Program, prim: &Prim) -> FastPrim {

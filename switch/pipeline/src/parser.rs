@@ -6,6 +6,7 @@ use crate::actions::{self, lvalue_slot, Exec};
 use crate::checksum::{calc_output, ipv4_checksum};
 use crate::bits::{mask, read_bits};
 use crate::eval::Ctx;
+use crate::fast::FastProgram;
 use crate::ir::{ChecksumDef, ChecksumKind, Expr, ParserOp, Program, SetSrc, TransCase, TransKey};
 use crate::packet::Pkt;
 
@@ -13,7 +14,13 @@ const MAX_STATES: usize = 100_000;
 
 /// Runs the parser over `data`; returns the number of bytes consumed and the
 /// error code (the program's NoError on success).
-pub(crate) fn parse(x: &mut Exec, pkt: &mut Pkt, data: &[u8], key: &mut Vec<u128>) -> (usize, u32) {
+pub(crate) fn parse(
+    x: &mut Exec,
+    fast: Option<&FastProgram>,
+    pkt: &mut Pkt,
+    data: &[u8],
+    key: &mut Vec<u128>,
+) -> (usize, u32) {
     let p = x.p;
     let mut pos = 0usize;
     let mut state = p.parser_start;
@@ -24,7 +31,11 @@ pub(crate) fn parse(x: &mut Exec, pkt: &mut Pkt, data: &[u8], key: &mut Vec<u128
             return (pos, p.errors.parser_timeout);
         }
         let st = &p.parse_states[si];
-        for op in &st.ops {
+        for (i, op) in st.ops.iter().enumerate() {
+            if let Some(set) = fast.and_then(|f| f.parser_set(si, i)) {
+                set(x, pkt, &[]);
+                continue;
+            }
             if let Err(e) = run_op(x, pkt, op, data, &mut pos) {
                 return (pos, e);
             }
