@@ -8,7 +8,7 @@
     p4cc mininet [TOPOLOGY] [--target ...]           the same at Mininet's prompt (mininet>)
     p4cc exec HOST CMD ...                           a command in a host of the running lab
     p4cc clean [--dry-run]
-    p4cc analyse DIR [--target tofino]               analysis + report of arms run outside p4cc
+    p4cc analyse DIR [--target tofino]               analysis + report again, or of arms run outside p4cc
     p4cc ctl ...            (the P4Runtime controller: p4cc ctl --help)
 """
 from __future__ import annotations
@@ -176,8 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--force", action="store_true",
                    help="also tear down runs whose owner is still alive")
     c.set_defaults(fn=_clean)
-    a = sub.add_parser("analyse", help="analyse a results folder whose arms ran outside p4cc "
-                                       "(hardware: plan.json + what the agents wrote)")
+    a = sub.add_parser("analyse", help="analyse a results folder again (its fidelity records "
+                                       "kept), or one whose arms ran outside p4cc (hardware: "
+                                       "plan.json + what the agents wrote)")
     a.add_argument("dir", help="the folder: plan.json (p4cc run X --plan-only) and DIR/ARM/...")
     a.add_argument("--target", help="what ran it, for the report (e.g. tofino)")
     a.set_defaults(fn=_analyse)

@@ -158,11 +158,12 @@ def analyse_results(exp: Experiment, plan: Plan, outdir: Path, meta: dict,
 
 
 def analyse(outdir: str | Path, target: str | None = None) -> Path:
-    """Analyses a results folder that p4cc did not run itself: plan.json
-    (from `p4cc run EXPERIMENT --plan-only`) and, per arm, what the host
-    agents and the collector wrote on real servers behind a real switch
-    (docs/tofino.md). Its params.json is kept (or written) with the
-    executor `external`; there is no fidelity record (nothing emulated)."""
+    """Analyses a results folder again, or one that p4cc did not run itself:
+    plan.json (from `p4cc run EXPERIMENT --plan-only`) and, per arm, what the
+    host agents and the collector wrote on real servers behind a real switch
+    (docs/tofino.md). Its params.json is kept (or written with the executor
+    `external`). An arm p4cc ran keeps its fidelity record (ARM/fidelity.json):
+    what the monitor voided stays void; external arms have none."""
     outdir = Path(outdir)
     try:
         plan = Plan.load(outdir / "plan.json")
@@ -188,8 +189,25 @@ def analyse(outdir: str | Path, target: str | None = None) -> Path:
     meta_path.write_text(json.dumps(meta, indent=2, default=str) + "\n")
     if missing:
         meta.setdefault("notes", []).append(f"arms without results: {', '.join(missing)}")
-    report, _ = analyse_results(exp, plan, outdir, meta, {})
+    report, _ = analyse_results(exp, plan, outdir, meta, fidelity_records(outdir, plan))
     return report
+
+
+def fidelity_records(outdir: Path, plan: Plan) -> dict[str, dict]:
+    """Each arm's fidelity record as its run wrote it, for arms that have one."""
+    out = {}
+    for arm in plan.arms:
+        f = outdir / arm.name / "fidelity.json"
+        if not f.exists():
+            continue
+        try:
+            out[arm.name] = json.loads(f.read_text())
+        except (OSError, ValueError) as e:
+            # Judging without it would turn what the monitor voided into
+            # passes and fails.
+            raise RunError(f"{f}: unreadable fidelity record ({e}); restore it, or remove it "
+                           "to judge the arm as external results") from None
+    return out
 
 
 class _ArmProgress:

@@ -60,3 +60,27 @@ def test_analyse_needs_a_plan_and_arms(tmp_path):
     run(get("dctcp-queue"), plan_only=True, out=str(tmp_path))
     with pytest.raises(RunError, match="arm folders"):
         analyse(tmp_path)
+
+
+def test_analysing_again_keeps_what_the_monitor_voided(tmp_path):
+    """A folder p4cc ran, analysed again (say after a change to the
+    analysis): an arm its fidelity monitor found lagging keeps its void
+    verdicts; a pass or fail from a run that could not keep up is never made."""
+    run(get("dctcp-queue"), target="sim", out=str(tmp_path),
+        overrides=["duration=1", "warmup=0.3", "datapaths=user"])
+    first = json.loads((tmp_path / "summary.json").read_text())
+    assert first["counts"]["void"] == 0
+    lagging = {"exact": False, "ok": {"queue": False, "rate": True},
+               "violations": {"queue": ["switch s1 port 2: p99 departure slip 900 µs > 120 µs"],
+                              "rate": []}}
+    (tmp_path / "user-dctcp" / "fidelity.json").write_text(json.dumps(lagging))
+    assert p4cc_main(["analyse", str(tmp_path)]) == 0
+    again = json.loads((tmp_path / "summary.json").read_text())
+    void = [v for v in again["verdicts"] if v["status"] == "void"]
+    assert void and all(v["sensitive"] == "queue" and "user-dctcp" in v["arms"] for v in void)
+    assert "p99 departure slip 900 µs" in void[0]["reason"]
+    assert again["executor"] == first["executor"] == "virtual time"
+    # an unreadable record stops the analysis rather than being dropped
+    (tmp_path / "user-dctcp" / "fidelity.json").write_text("{not json")
+    with pytest.raises(RunError, match="unreadable fidelity record"):
+        analyse(tmp_path)
