@@ -31,6 +31,38 @@ def flow_mbps(f: dict) -> float:
     return int(f["bytes_acked"]) * 8 / secs / 1e6 if secs > 0 else 0.0
 
 
+def steady_flow_mbps(r: dict) -> list[float]:
+    """Each flow's goodput (Mb/s; flows.csv rows in ``series.flows`` order)
+    over the part of its life inside the arm's measurement window: after
+    the warm-up and before the end, the span the utilisation is counted
+    over. Whole 10 ms bins of tput.csv, so the start-up a warm-up leaves out
+    is left out here too. A flow with no whole bin in the window (or an arm
+    without both counter readings) keeps its lifetime goodput."""
+    out = []
+    for d in sender_dirs(r):
+        bins: dict[str, list[tuple[int, int, int]]] = {}
+        for row in series.rows(d / "tput.csv"):
+            try:
+                bins.setdefault(row["flow_id"], []).append(
+                    (int(row["bin_start_unix_ns"]), int(row["bin_ns"]), int(row["bytes"])))
+            except (KeyError, ValueError):
+                continue
+        for f in series.rows(d / "flows.csv"):
+            out.append(_goodput_in_window(f, bins.get(f.get("flow_id"), []), r.get("window_unix_ns")))
+    return out
+
+
+def _goodput_in_window(f: dict, bins: list[tuple[int, int, int]], window) -> float:
+    if window:
+        t0 = max(int(f["start_unix_ns"]), window[0])
+        t1 = min(int(f["end_unix_ns"]), window[1])
+        inside = [(ns, b) for start, ns, b in bins if start >= t0 and start + ns <= t1]
+        span = sum(ns for ns, _ in inside)
+        if span > 0:
+            return sum(b for _, b in inside) * 8 / (span / 1e9) / 1e6
+    return flow_mbps(f)
+
+
 def goodput_between(sender_dir, t0: float, t1: float) -> float:
     """A sender's goodput (Mb/s) between t0 and t1 (unix s): the bytes of
     its throughput bins (tput.csv) that start in that span."""
@@ -51,13 +83,14 @@ def utilisation(r: dict, rate_bps: float) -> float:
 
 
 def arm_summary(p: dict, r: dict) -> dict:
-    """Throughput, utilisation, queue and RTT of one arm of long flows."""
+    """Throughput (each flow's goodput after the warm-up), utilisation, queue and
+    RTT of one arm of long flows."""
     depths = [c["depth"] for c in queue_after(r, p["warmup"])]
     cards = postcards(r)
     t0 = min((c["t"] for c in cards), default=0) + p["warmup"]
     rtts = [rtt for s in series.rtts(sender_dirs(r)).values() for (t, rtt, _) in s if t >= t0]
     flows = series.flows(sender_dirs(r))
-    per_flow = [flow_mbps(f) for f in flows]
+    per_flow = steady_flow_mbps(r)
     return {
         "label": r["label"],
         "throughput_mbps": sum(per_flow),

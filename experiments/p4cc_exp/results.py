@@ -21,7 +21,8 @@ def arm_result(outdir: Path, arm: ArmPlan) -> dict:
 
     outdir, label, settings; senders (the senders' folders, in plan order);
     port and switch_id of the measured queue; tx_bytes and ce_marks of that
-    port between the two counter readings, and window_s between them.
+    port between the two counter readings, window_s between them, and
+    window_unix_ns, their times (None without both readings).
     """
     outdir = Path(outdir)
     try:
@@ -33,8 +34,12 @@ def arm_result(outdir: Path, arm: ArmPlan) -> dict:
            "senders": [a.folder for a in arm.senders()],
            "port": q.port if q else None, "switch_id": arm.measure.queue_switch_id,
            "tx_bytes": 0, "ce_marks": 0, "window_s": float(m.get("window_s", 0.0)),
-           "complete": bool(m)}
+           "window_unix_ns": None, "complete": bool(m)}
     reads = m.get("reads", {})
+    try:
+        out["window_unix_ns"] = (int(reads["start"]["unix_ns"]), int(reads["end"]["unix_ns"]))
+    except (KeyError, TypeError, ValueError):
+        pass
     if q and "start" in reads and "end" in reads:
         a, b = reads["start"]["ports"].get(q.key()), reads["end"]["ports"].get(q.key())
         if a and b:
