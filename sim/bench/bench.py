@@ -4,15 +4,19 @@ guideline for the rate — the same scenario ns-3.37 runs in
 sim/bench/ns3/ (run.sh) — printing simulated seconds per wall second,
 events per second and the queue and utilisation beside ns-3's.
 
-    .venv/bin/python sim/bench/bench.py [--rates 10G,100G] [--no-ns3]
+    .venv/bin/python sim/bench/bench.py [--rates 10G,100G] [--no-ns3] [--repeat N]
 
 It prints figures; it asserts nothing. Both simulators report CPU time
-beside wall time, since the machine may be shared.
+beside wall time, since the machine may be shared. With --repeat N both
+run N rounds, one after the other, and the speed ratio is given per round
+and as the median of the rounds: one round's ratio moves by a few percent
+with the machine.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -74,35 +78,56 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rates", default="100M,1G,10G,100G")
     ap.add_argument("--no-ns3", action="store_true", help="skip the ns-3 comparison")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N", help="rounds of both simulators (default 1)")
     a = ap.parse_args()
+    if a.repeat < 1:
+        print("--repeat: at least 1 round", file=sys.stderr)
+        return 2
     rates = [r for r in a.rates.split(",") if r]
     for r in rates:
         if r not in SCENARIOS:
             print(f"unknown rate {r} ({', '.join(SCENARIOS)})", file=sys.stderr)
             return 2
     print(f"# CPU: {cpu_model()}; dumbbell, 2 DCTCP flows, RTT 100 µs")
-    ours = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for r in rates:
-            ours[r] = p4cc_run(r, Path(tmp) / r)
-    ns3 = {} if a.no_ns3 else ns3_runs(rates)
     head = (f"{'rate':>5} {'who':>8} {'sim s':>6} {'wall s':>7} {'CPU s':>7} {'sim/wall':>9} "
             f"{'wall/sim':>9} {'events':>10} {'ev/s CPU':>9} {'q med':>6} {'q p95':>6} {'util':>6}")
-    print(head)
-    for r in rates:
-        for who, d in (("p4cc", ours.get(r)), ("ns-3", ns3.get(r))):
-            if not d:
-                continue
-            cpu = d.get("cpu_s") or d["wall_s"]
-            print(f"{r:>5} {who:>8} {d['sim_s']:6.3g} {d['wall_s']:7.2f} {cpu:7.2f} "
-                  f"{d['sim_s'] / d['wall_s']:9.4f} {d['wall_s'] / d['sim_s']:9.2f} "
-                  f"{d.get('events', 0):10d} {d.get('events', 0) / cpu:9.0f} "
-                  f"{d['queue_median_pkts']:6.0f} {d['queue_p95_pkts']:6.0f} {d['utilisation']:6.3f}")
-        if r in ours and r in ns3:
-            o, n = ours[r], ns3[r]
-            ratio = (n.get("cpu_s") or n["wall_s"]) / n["sim_s"] / ((o.get("cpu_s") or o["wall_s"]) / o["sim_s"])
-            print(f"{r:>5}  p4cc is {ratio:.1f}× faster than ns-3 per simulated second (CPU time)")
+    ratios: dict[str, list[float]] = {r: [] for r in rates}
+    for k in range(a.repeat):
+        if a.repeat > 1:
+            print(f"# round {k + 1} of {a.repeat}", flush=True)
+        ours = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            for r in rates:
+                ours[r] = p4cc_run(r, Path(tmp) / r)
+        ns3 = {} if a.no_ns3 else ns3_runs(rates)
+        print(head)
+        for r in rates:
+            for who, d in (("p4cc", ours.get(r)), ("ns-3", ns3.get(r))):
+                if d:
+                    print_row(r, who, d)
+            if r in ours and r in ns3:
+                ratio = cpu_per_sim_s(ns3[r]) / cpu_per_sim_s(ours[r])
+                ratios[r].append(ratio)
+                print(f"{r:>5}  p4cc is {ratio:.1f}× faster than ns-3 per simulated second (CPU time)", flush=True)
+    if a.repeat > 1:
+        for r, xs in ratios.items():
+            if xs:
+                each = ", ".join(f"{x:.1f}" for x in xs)
+                print(f"{r:>5}  median of {len(xs)} rounds: p4cc is {statistics.median(xs):.1f}× faster "
+                      f"than ns-3 (rounds: {each})")
     return 0
+
+
+def cpu_per_sim_s(d: dict) -> float:
+    return (d.get("cpu_s") or d["wall_s"]) / d["sim_s"]
+
+
+def print_row(rate: str, who: str, d: dict) -> None:
+    cpu = d.get("cpu_s") or d["wall_s"]
+    print(f"{rate:>5} {who:>8} {d['sim_s']:6.3g} {d['wall_s']:7.2f} {cpu:7.2f} "
+          f"{d['sim_s'] / d['wall_s']:9.4f} {d['wall_s'] / d['sim_s']:9.2f} "
+          f"{d.get('events', 0):10d} {d.get('events', 0) / cpu:9.0f} "
+          f"{d['queue_median_pkts']:6.0f} {d['queue_p95_pkts']:6.0f} {d['utilisation']:6.3f}")
 
 
 def cpu_model() -> str:
