@@ -40,13 +40,7 @@ def steady_flow_mbps(r: dict) -> list[float]:
     without both counter readings) keeps its lifetime goodput."""
     out = []
     for d in sender_dirs(r):
-        bins: dict[str, list[tuple[int, int, int]]] = {}
-        for row in series.rows(d / "tput.csv"):
-            try:
-                bins.setdefault(row["flow_id"], []).append(
-                    (int(row["bin_start_unix_ns"]), int(row["bin_ns"]), int(row["bytes"])))
-            except (KeyError, ValueError):
-                continue
+        bins = series.tput_bins(d)
         for f in series.rows(d / "flows.csv"):
             out.append(_goodput_in_window(f, bins.get(f.get("flow_id"), []), r.get("window_unix_ns")))
     return out
@@ -66,13 +60,8 @@ def _goodput_in_window(f: dict, bins: list[tuple[int, int, int]], window) -> flo
 def goodput_between(sender_dir, t0: float, t1: float) -> float:
     """A sender's goodput (Mb/s) between t0 and t1 (unix s): the bytes of
     its throughput bins (tput.csv) that start in that span."""
-    total = 0
-    for row in series.rows(Path(sender_dir) / "tput.csv"):
-        try:
-            if t0 <= int(row["bin_start_unix_ns"]) / 1e9 < t1:
-                total += int(row["bytes"])
-        except (KeyError, ValueError):
-            continue
+    total = sum(b for bins in series.tput_bins(sender_dir).values()
+                for start, _, b in bins if t0 <= start / 1e9 < t1)
     return total * 8 / (t1 - t0) / 1e6 if t1 > t0 else float("nan")
 
 

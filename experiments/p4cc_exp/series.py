@@ -92,6 +92,19 @@ def throughput(dirs: list[Path]) -> dict[str, list[tuple[float, float]]]:
     return series
 
 
+def tput_bins(d: Path) -> dict[str, list[tuple[int, int, int]]]:
+    """flow_id -> [(bin start unix ns, bin length ns, bytes acked)] from one
+    agent's tput.csv, in file order."""
+    bins: dict[str, list[tuple[int, int, int]]] = {}
+    for r in rows(Path(d) / "tput.csv"):
+        try:
+            bins.setdefault(r["flow_id"], []).append(
+                (int(r["bin_start_unix_ns"]), int(r["bin_ns"]), int(r["bytes"])))
+        except (KeyError, ValueError):
+            continue
+    return bins
+
+
 def rtts(dirs: list[Path]) -> dict[str, list[tuple[float, float, float | None]]]:
     """flow_id -> [(t unix s, rtt µs, echoed queue depth or None)]."""
     series: dict[str, list] = {}
