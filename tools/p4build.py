@@ -178,7 +178,25 @@ HOW_TO_GET_BF_P4C = (
 #: the reason it is harmless (also in docs/tofino.md). Any other warning
 #: fails `make p4-tna`.
 TNA_EXPLAINED_WARNINGS: list[tuple[str, str]] = [
+    (r"constants\.p4\(\d+\): \[--Wwarn=unused\] warning: '\w+' is unused",
+     "a constant of p4src/include/constants.p4 that only the v1model program uses"),
+    (r"\[--Wwarn=unused\] warning: 'POSTCARD_MIRROR_BYTES' is unused",
+     "the mirror header's length, declared beside it for the controller's "
+     "truncation and checked against it by p4src/tests/test_constants.py"),
+    (r"All log messages before absl::InitializeLog\(\) is called",
+     "Abseil's logging banner, printed by the compiler's protobuf library"),
+    (r"Parser state min_parse_depth_accept_loop will be unrolled",
+     "a parser state bf-p4c adds itself on Tofino 1 so that short packets meet "
+     "the minimum parse depth; not in the program"),
 ]
+
+#: Extra bf-p4c flags per chip, each explained in docs/tofino.md.
+TNA_CHIP_FLAGS: dict[str, list[str]] = {
+    # bf-p4c 9.13.4 (p4c 34b86e9b) emits CLOTs in the egress deparser that
+    # its parser never fills, and bfas stops ("No length for clot N").
+    # Without CLOTs those headers go through PHV containers, which have room.
+    "tofino2": ["-Xp4c=--no-clot"],
+}
 
 
 def tna_outputs(chip: str) -> list[str]:
@@ -211,6 +229,19 @@ def find_tna_include() -> str | None:
     return None
 
 
+def find_p4test() -> str | None:
+    """p4test on PATH, else the one installed beside bf-p4c (same p4c)."""
+    found = shutil.which("p4test")
+    if found:
+        return found
+    bf = find_bf_p4c()
+    if bf:
+        beside = Path(bf).resolve().parent / "p4test"
+        if os.access(beside, os.X_OK):
+            return str(beside)
+    return None
+
+
 def bf_p4c_version(bf: str) -> str:
     out = subprocess.run([bf, "--version"], capture_output=True, text=True)
     text = (out.stdout + out.stderr).strip().splitlines()
@@ -235,9 +266,12 @@ def tna_compile(bf: str, chip: str, outdir: Path) -> tuple[list[str], str, float
         shutil.rmtree(outdir)
     outdir.mkdir(parents=True)
     info_txt, info_bin = outdir / "cc_switch.p4info.txtpb", outdir / "cc_switch.p4info.bin"
+    # --verbose 1: resources.json; --bf-rt-schema: bf-rt.json and a .conf
+    # naming it (what Stratum's packer and p4cc's read, docs/tofino.md).
     cmd = [bf, "--std", "p4-16", "--target", chip, "--arch", TNA_CHIPS[chip],
-           "-o", str(outdir), "--p4runtime-files", f"{info_txt},{info_bin}",
-           "--p4runtime-force-std-externs", TNA_PROGRAM]
+           "-o", str(outdir), "--verbose", "1", "--bf-rt-schema", str(outdir / "bf-rt.json"),
+           "--p4runtime-files", f"{info_txt},{info_bin}",
+           "--p4runtime-force-std-externs", *TNA_CHIP_FLAGS.get(chip, []), TNA_PROGRAM]
     t0 = time.monotonic()
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     secs = time.monotonic() - t0
@@ -260,27 +294,59 @@ def tna_warnings(output: str) -> tuple[list[str], list[str]]:
 
 
 def tna_resources(outdir: Path) -> dict:
-    """Stages and per-stage resource use, from bf-p4c's resources.json
-    (<out>/pipe/logs/resources.json)."""
+    """A summary of the stages and resources a compile uses, from bf-p4c's
+    pipe/logs/resources.json (written with --verbose 1): per MAU stage the
+    logical tables and how many SRAMs, TCAMs, map RAMs, gateways and VLIW
+    instructions they take, and per gress the parser states."""
     found = sorted(outdir.rglob("resources.json"))
     if not found:
-        return {"error": "bf-p4c wrote no resources.json"}
-    res = json.loads(found[0].read_text())
-    r = res.get("resources", res)
-    out: dict = {"source": str(found[0].relative_to(outdir))}
+        return {"error": "bf-p4c wrote no resources.json (is --verbose 1 passed?)"}
+    r = json.loads(found[0].read_text()).get("resources", {})
     mau = r.get("mau", {})
-    stages = mau.get("mau_stages") or mau.get("stages") or []
-    out["stages_available"] = mau.get("nStages") or len(stages) or None
-    used = []
-    for st in stages:
-        n = st.get("stage_number", st.get("stage"))
-        parts = {k: v for k, v in st.items() if k != "stage_number"}
-        if any(v for v in parts.values() if isinstance(v, (list, dict))):
-            used.append(n)
-    out["mau"] = mau
-    out["parser"] = r.get("parser")
-    out["phv"] = r.get("phv")
-    return out
+    stages = []
+    for st in mau.get("mau_stages", []):
+        tables = sorted(t["table_name"] for t in st.get("logical_tables", {}).get("ids", []))
+        if not tables:
+            continue
+        stages.append({
+            "stage": st.get("stage_number"),
+            "tables": tables,
+            "srams": len(st.get("rams", {}).get("srams", [])),
+            "tcams": len(st.get("tcams", {}).get("tcams", [])),
+            "map_rams": len(st.get("map_rams", {}).get("maprams", [])),
+            "gateways": len(st.get("gateways", {}).get("gateways", [])),
+            "vliw_instructions": len(st.get("vliw", {}).get("instructions", [])),
+        })
+    totals = {k: sum(s_[k] for s_ in stages)
+              for k in ("srams", "tcams", "map_rams", "gateways", "vliw_instructions")}
+    parsers = {}
+    for pr in r.get("parser", {}).get("parsers", []):
+        g = pr.get("gress", "?")
+        parsers[g] = max(parsers.get(g, 0), len(pr.get("states", [])))
+    return {"source": str(found[0].relative_to(outdir)),
+            "phv": tna_phv_usage(outdir),
+            "stages_available": mau.get("nStages"),
+            "stages_used": len(stages),
+            "totals": totals,
+            "parser_states": parsers,
+            "stages": stages}
+
+
+def tna_phv_usage(outdir: Path) -> dict | None:
+    """The "Overall PHV Usage" row of bf-p4c's PHV allocation summary:
+    containers and bits used, ingress and egress, of the bits available."""
+    import re
+
+    for log in sorted(outdir.rglob("phv_allocation_summary_*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            if "Overall PHV Usage" in line:
+                cells = [c.strip() for c in line.strip().strip("|").split("|")][1:]
+                nums = [int(re.match(r"\d+", c).group()) for c in cells if re.match(r"\d+", c)]
+                if len(nums) >= 8:
+                    return {"containers_used": nums[0], "bits_used": nums[1],
+                            "bits_used_ingress": nums[2], "bits_used_egress": nums[3],
+                            "bits_available": nums[7]}
+    return None
 
 
 def add_tna_p4info_header(path: Path, compiler: str, chip: str) -> None:
@@ -360,14 +426,17 @@ def tna_check(args: argparse.Namespace) -> int:
     check that the committed Tofino P4Info is fresh."""
     failed = False
     include = find_tna_include()
-    p4test = shutil.which("p4test")
+    p4test = find_p4test()
     if not include or not p4test:
-        print("SKIPPED tna type-check: needs p4test on PATH and the TNA include files "
+        print("SKIPPED tna type-check: needs p4test (on PATH or beside bf-p4c) and the TNA include files "
               "(P4CC_TNA_INCLUDE=<dir with tna.p4>: the p4include folder of p4c's "
               "backends/tofino, or an installed bf-p4c's)")
     else:
         for target in (1, 2):
+            # constants.p4 is shared: what the v1model program alone uses is
+            # unused here, and newer p4test warns about each such constant.
             res = subprocess.run([p4test, "--std", "p4-16", "-I", include,
+                                  "--Wdisable=unused",
                                   f"-D__TARGET_TOFINO__={target}", TNA_PROGRAM],
                                  cwd=ROOT, capture_output=True, text=True)
             if res.returncode != 0 or res.stderr.strip():

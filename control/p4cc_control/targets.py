@@ -38,7 +38,7 @@ CELL_BYTES = 80  # Tofino queue accounting unit (constants.p4 DEPTH_UNIT_CELLS80
 POSTCARD_REPORTED_BYTES = 38
 #: The TNA program's postcard mirror header (POSTCARD_MIRROR_BYTES and
 #: postcard_mirror_h in p4src/tna/cc_switch.p4).
-POSTCARD_MIRROR_BYTES_TNA = 29
+POSTCARD_MIRROR_BYTES_TNA = 31
 
 
 def _check_knobs(settings: dict) -> dict:

@@ -314,10 +314,10 @@ def test_tofino_operations_on_the_embedded_target(tmp_path):
             assert ops.set_loss(3, 0.01)["threshold_16"] == 655
             assert ops.read_loss() == {3: 655 / 65536}
             pc = ops.enable_postcards(3, "10.0.0.100", "00:00:0a:00:00:64", "10.0.0.254", 10)
-            assert pc["truncate"] == TofinoTarget.postcard_truncate == 67
+            assert pc["truncate"] == TofinoTarget.postcard_truncate == 69
             cs = ops.read_postcards()["clone_session"]
             assert (cs["session_id"], cs["replicas"], cs["packet_length_bytes"]) == \
-                (100, [(3, 0)], 67)
+                (100, [(3, 0)], 69)
             with pytest.raises(UnknownPort, match="has ports 0, 1, 2, 3"):
                 ops.set_k(7, 1)
             with pytest.raises(ValueOutOfRange, match="port 0"):
@@ -364,7 +364,7 @@ def test_apply_on_tofino_puts_loss_in_p4_and_reports_shaping(p4info):
                 "rate_bps=100000000 (Tofino port shaping is Stratum's chassis config, "
                 "see docs/tofino.md)"]
             assert ops.read_loss() == {132: 655 / 65536}
-            assert ops.read_postcards()["clone_session"]["packet_length_bytes"] == 67
+            assert ops.read_postcards()["clone_session"]["packet_length_bytes"] == 69
     finally:
         server.stop()
         server.loop.call_soon_threadsafe(server.loop.stop)

@@ -41,43 +41,48 @@ const bit<8> PKT_KIND_BRIDGED  = 0xB1;
 const bit<8> PKT_KIND_POSTCARD = 0xC1;
 const MirrorType_t MIRROR_TYPE_POSTCARD = 1;
 
-// Hop records carry µs; Tofino counts ns. Dividing by 1000 is not an ALU
-// operation: ns >> 10 (÷1024, 2.3 % low). Postcards carry ns exactly and
-// say so in their units byte.
-const bit<8> NS_TO_US_SHIFT = 10;
+// The shim's units byte as Tofino writes it: depths in 80-byte cells (low
+// nibble), hop records' delay and timestamp in ns (high nibble), the same
+// encoding as a postcard's units byte. Tofino counts ns and has no divider;
+// a shift across the 48-bit timestamp's 16-bit containers is not one ALU
+// operation either, so the records carry ns exactly and hosts convert
+// (docs/wire-format.md).
+const bit<8> SHIM_UNITS_TOFINO = DEPTH_UNIT_CELLS80 | (TIME_UNIT_NS << 4);
 
 // Tofino's egress packet length counts the Ethernet FCS; bmv2's does not.
 const bit<16> FCS_BYTES = 4;
 
 // What ingress tells egress about a forwarded packet.
+// Its fields have the postcard's widths (see postcard_mirror_h).
 header bridged_md_h {
     bit<8>   kind;                  // PKT_KIND_BRIDGED
-    @padding bit<7> _pad0;
-    PortId_t ingress_port;
-    bit<48>  ingress_ts;            // ns (ingress parser's global timestamp)
+    bit<16>  ingress_port;
+    bit<64>  ingress_ts;            // ns (ingress parser's global timestamp)
 }
 
 // The postcard mirror header: what a copy must remember of the packet it
 // reports on (the copy's own queueing would overwrite the queue figures,
-// and egress has no ingress port). POSTCARD_MIRROR_BYTES long; the mirror
-// session truncates a copy to this header plus POSTCARD_REPORTED_BYTES of
-// the packet (the controller sets the session's packet_length_bytes).
+// and egress has no ingress port). Fields are byte-aligned with the
+// postcard field they become, so rewriting a copy into a postcard moves
+// whole containers (a field cut mid-byte would make a postcard container
+// depend on more PHV sources than an action may read). Timestamps keep
+// Tofino's 48 bits and the length 16: Tofino 1 carries at most 32 bytes of
+// mirror metadata (bfas: "mirror digest limited to 32 bytes").
+// POSTCARD_MIRROR_BYTES long; the mirror session truncates a copy to this
+// header plus POSTCARD_REPORTED_BYTES of the packet (the controller sets
+// the session's packet_length_bytes).
 header postcard_mirror_h {
     bit<8>   kind;                  // PKT_KIND_POSTCARD
-    @padding bit<7> _pad0;
-    PortId_t ingress_port;
-    @padding bit<7> _pad1;
-    PortId_t egress_port;
-    @padding bit<5> _pad2;
-    bit<19>  enq_qdepth;            // 80-byte cells
-    @padding bit<5> _pad3;
-    bit<19>  deq_qdepth;            // 80-byte cells
+    bit<16>  ingress_port;
+    bit<16>  egress_port;
+    bit<32>  enq_qdepth;            // 80-byte cells
+    bit<32>  deq_qdepth;            // 80-byte cells
     bit<32>  deq_timedelta;         // ns
     bit<48>  ingress_ts;            // ns
     bit<48>  egress_ts;             // ns
     bit<16>  pkt_len;               // bytes at ingress, FCS excluded
 }
-const bit<16> POSTCARD_MIRROR_BYTES = 29;
+const bit<16> POSTCARD_MIRROR_BYTES = 31;
 
 // A copy's first four bytes of TCP/UDP: the reported packet's ports.
 header l4_ports_h {
@@ -169,8 +174,8 @@ control CcIngress(inout ig_headers_t hdr, inout ig_meta_t meta,
         forwarding.apply(hdr, ig_intr_md.ingress_port, ig_dprsr_md, ig_tm_md);
         hdr.bridge.setValid();
         hdr.bridge.kind = PKT_KIND_BRIDGED;
-        hdr.bridge.ingress_port = ig_intr_md.ingress_port;
-        hdr.bridge.ingress_ts = ig_prsr_md.global_tstamp;
+        hdr.bridge.ingress_port = (bit<16>)ig_intr_md.ingress_port;
+        hdr.bridge.ingress_ts = (bit<64>)ig_prsr_md.global_tstamp;
     }
 }
 
@@ -212,6 +217,21 @@ struct eg_headers_t {
     p4cc_hop_h                old_hop_1;
 }
 
+// What egress reports of the queue, widened once, in the first stage, from
+// the intrinsic metadata. Tofino keeps intrinsic fields in fixed containers
+// beside other fields (the 19-bit enq_qdepth with padding and flags); an
+// ALU operation (max) or a header write that read them directly would tie
+// those containers to every header the value is written into, and bf-p4c
+// finds no PHV allocation for the lot. Whole-width copies break the tie.
+struct queue_report_t {
+    bit<16> egress_port;
+    bit<32> enq_qdepth;             // 80-byte cells
+    bit<32> deq_qdepth;             // 80-byte cells
+    bit<32> deq_timedelta;          // ns
+    bit<64> egress_ts;              // ns
+    bit<16> pkt_len;                // bytes, FCS excluded
+}
+
 struct eg_meta_t {
     bridged_md_h      bridge;       // forwarded packets
     postcard_mirror_h pc_mirror;    // copies (parsed), sampled packets (emitted)
@@ -221,6 +241,11 @@ struct eg_meta_t {
     bit<16>           switch_id;
     bit<16>           l4_src_port;  // copies: the reported packet's ports
     bit<16>           l4_dst_port;
+    // Copies: the mirror header's timestamps and length at the postcard's
+    // widths, set by the parser so the postcard's moves are whole fields.
+    bit<64>           pc_ingress_ts;
+    bit<64>           pc_egress_ts;
+    bit<32>           pc_pkt_len;
 }
 
 parser CcEgressParser(packet_in pkt, out eg_headers_t hdr, out eg_meta_t meta,
@@ -233,6 +258,9 @@ parser CcEgressParser(packet_in pkt, out eg_headers_t hdr, out eg_meta_t meta,
         meta.switch_id = 0;
         meta.l4_src_port = 0;
         meta.l4_dst_port = 0;
+        meta.pc_ingress_ts = 0;
+        meta.pc_egress_ts = 0;
+        meta.pc_pkt_len = 0;
         transition select(pkt.lookahead<bit<8>>()) {
             PKT_KIND_POSTCARD: parse_postcard_copy;
             default: parse_bridged;
@@ -268,8 +296,8 @@ parser CcEgressParser(packet_in pkt, out eg_headers_t hdr, out eg_meta_t meta,
     //
     // A full stack (P4CC_MAX_HOPS records) is not parsed: this hop only
     // sets the overflow flag and the records go out as payload, unchanged.
-    // Parsing them would make the longest egress path 166 bytes, past
-    // Tofino's 160-byte parse depth (egress metadata 27 + bridge 9 +
+    // Parsing them would make the longest egress path 168 bytes, past
+    // Tofino's 160-byte parse depth (egress metadata 27 + bridge 11 +
     // Ethernet, IPv4, UDP 42 + shim 8 + 4 x 20). The one difference from
     // v1model (docs/tofino.md): a full stack whose records are cut short
     // gets the overflow flag instead of being left alone.
@@ -297,6 +325,9 @@ parser CcEgressParser(packet_in pkt, out eg_headers_t hdr, out eg_meta_t meta,
     // to Ethernet, IPv4 and the first four bytes of the L4 header.
     state parse_postcard_copy {
         pkt.extract(meta.pc_mirror);
+        meta.pc_ingress_ts = (bit<64>)meta.pc_mirror.ingress_ts;
+        meta.pc_egress_ts = (bit<64>)meta.pc_mirror.egress_ts;
+        meta.pc_pkt_len = (bit<32>)meta.pc_mirror.pkt_len;
         pkt.extract(hdr.ethernet);
         pkt.extract(hdr.ipv4);
         transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
@@ -319,6 +350,26 @@ parser CcEgressParser(packet_in pkt, out eg_headers_t hdr, out eg_meta_t meta,
     }
 }
 
+control WidenQueueReport(out queue_report_t q,
+                         in egress_intrinsic_metadata_t eg_intr_md,
+                         in bit<48> egress_ts) {
+    action widen() {
+        q.egress_port = (bit<16>)eg_intr_md.egress_port;
+        q.enq_qdepth = (bit<32>)eg_intr_md.enq_qdepth;
+        q.deq_qdepth = (bit<32>)eg_intr_md.deq_qdepth;
+        q.deq_timedelta = (bit<32>)eg_intr_md.deq_timedelta;
+        q.egress_ts = (bit<64>)egress_ts;
+        q.pkt_len = eg_intr_md.pkt_length - FCS_BYTES;
+    }
+    // A table of its own, so the copies are made in an action of their own.
+    @hidden table queue_report {
+        actions = { widen; }
+        default_action = widen();
+        size = 1;
+    }
+    apply { queue_report.apply(); }
+}
+
 control SwitchConfig(inout eg_meta_t meta) {
     action set_switch_id(bit<16> switch_id) {
         meta.switch_id = switch_id;
@@ -326,6 +377,7 @@ control SwitchConfig(inout eg_meta_t meta) {
     table switch_config {
         actions = { set_switch_id; }
         default_action = set_switch_id(0);
+        size = 1;
     }
     apply { switch_config.apply(); }
 }
@@ -337,9 +389,12 @@ control LinkLoss(in PortId_t port,
     Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS) loss_drops;
     Random<bit<16>>() uniform;
     bit<32> threshold = 0;
+    bit<16> drawn = 0;
+    bit<32> above = 0;
 
     action set_loss(bit<32> threshold_16) {
         threshold = threshold_16;
+        drawn = uniform.get();
     }
     table port_loss {
         key = { port: exact @name("egress_port"); }
@@ -348,12 +403,22 @@ control LinkLoss(in PortId_t port,
         size = NUM_PORTS;
     }
 
+    // Not zero exactly when the draw is below the threshold (a saturating
+    // subtraction: Tofino compares two fields this way). An action of its
+    // own: a gateway tests a field, not an expression, and the random
+    // number (action data) cannot be the subtraction's second operand.
+    action compare() {
+        above = threshold |-| (bit<32>)drawn;
+    }
+    @hidden table loss_compare {
+        actions = { compare; }
+        default_action = compare();
+        size = 1;
+    }
+
     apply {
         if (port_loss.apply().hit) {
-            bit<32> draw = (bit<32>)uniform.get();
-            // Not zero exactly when draw < threshold (a saturating
-            // subtraction: Tofino compares two fields this way).
-            bit<32> above = threshold |-| draw;
+            loss_compare.apply();
             if (above != 0) {
                 eg_dprsr_md.drop_ctl = 1;
                 dropped = true;
@@ -367,9 +432,20 @@ control LinkLoss(in PortId_t port,
 control EcnMarking(inout ipv4_h ipv4, in PortId_t port, in bit<19> enq_qdepth) {
     Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS) ce_marks;
     bit<19> k = 0;
+    bit<19> short_of_k = 0;
 
     action set_threshold(bit<19> k_depth) {
         k = k_depth;
+    }
+    // Zero exactly when the queue reached K. An action of its own, as in
+    // LinkLoss.
+    action compare() {
+        short_of_k = k |-| enq_qdepth;
+    }
+    @hidden table ecn_compare {
+        actions = { compare; }
+        default_action = compare();
+        size = 1;
     }
     // A port without an entry never marks.
     table ecn_threshold {
@@ -382,8 +458,7 @@ control EcnMarking(inout ipv4_h ipv4, in PortId_t port, in bit<19> enq_qdepth) {
     apply {
         if (ipv4.isValid() && (ipv4.ecn == ECN_ECT0 || ipv4.ecn == ECN_ECT1)) {
             if (ecn_threshold.apply().hit) {
-                // Zero exactly when the queue reached K.
-                bit<19> short_of_k = k |-| enq_qdepth;
+                ecn_compare.apply();
                 if (short_of_k == 0) {
                     ipv4.ecn = ECN_CE;
                     ce_marks.count(port);
@@ -397,49 +472,19 @@ control EcnMarking(inout ipv4_h ipv4, in PortId_t port, in bit<19> enq_qdepth) {
 // (PushHopRecord, shared with the v1model program).
 control InbandTelemetry(inout eg_headers_t hdr,
                         in eg_meta_t meta,
-                        in egress_intrinsic_metadata_t eg_intr_md,
-                        in bit<48> egress_ts) {
+                        in queue_report_t q) {
     PushHopRecord() push;
-
-    // ns >> 10 over 48 bits, in two 32-bit halves and two steps: bf-p4c
-    // cannot shift a 48-bit field (no 48-bit container; it stops with an
-    // internal error), nor OR two values computed in the same action.
-    bit<32> us_lo_part = 0;     // low half's bits, shifted into place
-    bit<32> us_carry = 0;       // the high half's bits that cross into the low word
-    bit<32> us_hi = 0;
-    action split_ts() {
-        us_lo_part = egress_ts[31:0] >> NS_TO_US_SHIFT;
-        us_carry = ((bit<32>)egress_ts[47:32]) << (32 - NS_TO_US_SHIFT);
-        us_hi = ((bit<32>)egress_ts[47:32]) >> NS_TO_US_SHIFT;
-    }
-    @hidden table ts_split {
-        actions = { split_ts; }
-        default_action = split_ts();
-        size = 1;
-    }
-    // A later stage: an OR into a header field would write the whole
-    // container the field shares with its neighbours.
-    action join_ts() {
-        us_lo_part = us_lo_part | us_carry;
-    }
-    @hidden table ts_join {
-        actions = { join_ts; }
-        default_action = join_ts();
-        size = 1;
-    }
 
     apply {
         if (hdr.shim.isValid() && meta.shim_ok) {
-            ts_split.apply();
-            ts_join.apply();
-            hdr.shim.max_qdepth = max(hdr.shim.max_qdepth, (bit<32>)eg_intr_md.enq_qdepth);
+            hdr.shim.max_qdepth = max(hdr.shim.max_qdepth, q.enq_qdepth);
             hop_values_t v;
             v.switch_id = meta.switch_id;
-            v.egress_port = (bit<16>)eg_intr_md.egress_port;
-            v.enq_qdepth = (bit<32>)eg_intr_md.enq_qdepth;
-            v.deq_timedelta_us = (bit<32>)(eg_intr_md.deq_timedelta >> NS_TO_US_SHIFT);
-            v.egress_ts_us = us_hi ++ us_lo_part;
-            push.apply(hdr.shim, hdr.new_hop, hdr.ipv4, hdr.udp, DEPTH_UNIT_CELLS80, v);
+            v.egress_port = q.egress_port;
+            v.enq_qdepth = q.enq_qdepth;
+            v.deq_timedelta_us = q.deq_timedelta;   // ns: SHIM_UNITS_TOFINO
+            v.egress_ts_us = q.egress_ts;           // ns
+            push.apply(hdr.shim, hdr.new_hop, hdr.ipv4, hdr.udp, SHIM_UNITS_TOFINO, v);
         }
     }
 }
@@ -450,8 +495,7 @@ control InbandTelemetry(inout eg_headers_t hdr,
 // program).
 control Postcards(inout eg_headers_t hdr,
                   inout eg_meta_t meta,
-                  in egress_intrinsic_metadata_t eg_intr_md,
-                  in bit<48> egress_ts,
+                  in queue_report_t q,
                   inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
                   in bool dropped) {
     Register<bit<32>, bit<1>>(1, 0) postcard_sample_count;
@@ -490,6 +534,7 @@ control Postcards(inout eg_headers_t hdr,
     table postcard_config {
         actions = { enable_postcards; NoAction; }
         default_action = NoAction();
+        size = 1;
     }
 
     action sample() {
@@ -498,13 +543,13 @@ control Postcards(inout eg_headers_t hdr,
         meta.pc_mirror.setValid();
         meta.pc_mirror.kind = PKT_KIND_POSTCARD;
         meta.pc_mirror.ingress_port = meta.bridge.ingress_port;
-        meta.pc_mirror.egress_port = eg_intr_md.egress_port;
-        meta.pc_mirror.enq_qdepth = eg_intr_md.enq_qdepth;
-        meta.pc_mirror.deq_qdepth = eg_intr_md.deq_qdepth;
-        meta.pc_mirror.deq_timedelta = (bit<32>)eg_intr_md.deq_timedelta;
-        meta.pc_mirror.ingress_ts = meta.bridge.ingress_ts;
-        meta.pc_mirror.egress_ts = egress_ts;
-        meta.pc_mirror.pkt_len = eg_intr_md.pkt_length - FCS_BYTES;
+        meta.pc_mirror.egress_port = q.egress_port;
+        meta.pc_mirror.enq_qdepth = q.enq_qdepth;
+        meta.pc_mirror.deq_qdepth = q.deq_qdepth;
+        meta.pc_mirror.deq_timedelta = q.deq_timedelta;
+        meta.pc_mirror.ingress_ts = meta.bridge.ingress_ts[47:0];
+        meta.pc_mirror.egress_ts = q.egress_ts[47:0];
+        meta.pc_mirror.pkt_len = q.pkt_len;
     }
 
     apply {
@@ -514,16 +559,16 @@ control Postcards(inout eg_headers_t hdr,
             postcard_report_t r;
             r.units = POSTCARD_UNITS_TOFINO;
             r.switch_id = meta.switch_id;
-            r.ingress_port = (bit<16>)meta.pc_mirror.ingress_port;
-            r.egress_port = (bit<16>)meta.pc_mirror.egress_port;
-            r.enq_qdepth = (bit<32>)meta.pc_mirror.enq_qdepth;
-            r.deq_qdepth = (bit<32>)meta.pc_mirror.deq_qdepth;
+            r.ingress_port = meta.pc_mirror.ingress_port;
+            r.egress_port = meta.pc_mirror.egress_port;
+            r.enq_qdepth = meta.pc_mirror.enq_qdepth;
+            r.deq_qdepth = meta.pc_mirror.deq_qdepth;
             r.deq_timedelta = meta.pc_mirror.deq_timedelta;
-            r.ingress_ts = (bit<64>)meta.pc_mirror.ingress_ts;
-            r.egress_ts = (bit<64>)meta.pc_mirror.egress_ts;
+            r.ingress_ts = meta.pc_ingress_ts;
+            r.egress_ts = meta.pc_egress_ts;
             r.src_port = meta.l4_src_port;
             r.dst_port = meta.l4_dst_port;
-            r.pkt_len = (bit<32>)meta.pc_mirror.pkt_len;
+            r.pkt_len = meta.pc_pkt_len;
             postcard_dest_t d;
             d.collector_mac = collector_mac;
             d.switch_ip = switch_ip;
@@ -546,6 +591,7 @@ control CcEgress(inout eg_headers_t hdr, inout eg_meta_t meta,
                  in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
                  inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
                  inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+    WidenQueueReport() widen;
     SwitchConfig() config;
     LinkLoss() loss;
     EcnMarking() ecn;
@@ -555,15 +601,17 @@ control CcEgress(inout eg_headers_t hdr, inout eg_meta_t meta,
 
     apply {
         bool dropped = false;
+        queue_report_t q;
+        widen.apply(q, eg_intr_md, eg_prsr_md.global_tstamp);
         config.apply(meta);
         if (!meta.pc_mirror.isValid()) {
             loss.apply(eg_intr_md.egress_port, eg_dprsr_md, dropped);
             if (!dropped) {
                 ecn.apply(hdr.ipv4, eg_intr_md.egress_port, eg_intr_md.enq_qdepth);
-                telemetry.apply(hdr, meta, eg_intr_md, eg_prsr_md.global_tstamp);
+                telemetry.apply(hdr, meta, q);
             }
         }
-        postcards.apply(hdr, meta, eg_intr_md, eg_prsr_md.global_tstamp, eg_dprsr_md, dropped);
+        postcards.apply(hdr, meta, q, eg_dprsr_md, dropped);
         if (!dropped) {
             tx.apply(eg_intr_md.egress_port);
         }

@@ -64,8 +64,9 @@ def sw_port(port: int) -> int:
 
 
 def depth_unit_code() -> int:
-    """The shim's depth_unit this target writes (0 packets, 1 cells)."""
-    return 1 if params()["target"] == "tofino" else 0
+    """The shim's units byte this target writes: 0x00 (packets, µs), or on
+    Tofino 0x11 (80-byte cells, hop records in ns)."""
+    return 0x11 if params()["target"] == "tofino" else 0
 
 
 def postcard_units() -> int:

@@ -4,13 +4,20 @@
 //! byte 0    version (= 1)
 //! byte 1    hop_count: number of 20-byte hop records that follow (<= 4), newest first
 //! byte 2    flags: bit0 = overflow (a switch found the record stack full)
-//! byte 3    depth_unit: 0 = packets, 1 = 80-byte cells
-//! bytes 4-7 max_qdepth: u32 BE, path maximum of enq_qdepth, in depth_unit
+//! byte 3    units: low nibble = depth unit (0 = packets, 1 = 80-byte cells),
+//!           high nibble = time unit of the hop records (0 = µs, 1 = ns)
+//! bytes 4-7 max_qdepth: u32 BE, path maximum of enq_qdepth, in the depth unit
 //! then hop_count records: switch_id u16, egress_port u16, enq_qdepth u32,
-//!                         deq_timedelta_us u32, egress_ts_us u64 (all BE)
+//!                         deq_timedelta u32, egress_ts u64 (all BE)
 //! ```
+//!
+//! v1model targets write 0x00 (packets, µs), Tofino 0x11 (cells, ns: it has
+//! no divider). [`Shim::parse`] gives hop records in µs whatever the switch
+//! wrote, so nothing downstream sees the time unit.
 
 use thiserror::Error;
+
+use crate::postcard::TimeUnit;
 
 /// UDP destination port of shim-carrying data packets.
 pub const DATA_PORT: u16 = 7360;
@@ -96,7 +103,7 @@ pub enum ShimError {
     BadVersion(u8),
     #[error("shim hop_count {0} exceeds the maximum of 4")]
     TooManyHops(u8),
-    #[error("shim depth_unit {0} is neither 0 (packets) nor 1 (80-byte cells)")]
+    #[error("shim units byte {0:#04x}: depth unit (low nibble) must be 0 (packets) or 1 (80-byte cells), time unit (high nibble) 0 (µs) or 1 (ns)")]
     BadUnit(u8),
     #[error("shim announces {hops} hop records ({need} bytes) but the datagram has {have}")]
     Truncated { hops: u8, need: usize, have: usize },
@@ -144,7 +151,8 @@ impl Shim {
         if hop_count as usize > MAX_HOPS {
             return Err(ShimError::TooManyHops(hop_count));
         }
-        let depth_unit = DepthUnit::from_u8(b[3]).ok_or(ShimError::BadUnit(b[3]))?;
+        let depth_unit = DepthUnit::from_u8(b[3] & 0x0f).ok_or(ShimError::BadUnit(b[3]))?;
+        let time_unit = TimeUnit::from_u8(b[3] >> 4).ok_or(ShimError::BadUnit(b[3]))?;
         let need = SHIM_FIXED_LEN + hop_count as usize * HOP_LEN;
         if b.len() < need {
             return Err(ShimError::Truncated { hops: hop_count, need, have: b.len() });
@@ -158,6 +166,8 @@ impl Shim {
                 need,
                 have: b.len(),
             })?;
+            h.deq_timedelta_us = time_unit.to_us(u64::from(h.deq_timedelta_us)) as u32;
+            h.egress_ts_us = time_unit.to_us(h.egress_ts_us);
         }
         Ok((
             Shim {
@@ -172,7 +182,8 @@ impl Shim {
     }
 
     /// Writes the shim into `out` (which must hold [`Shim::len`] bytes);
-    /// returns the bytes written.
+    /// returns the bytes written. Hop records are written in µs (time unit
+    /// 0), as they are held.
     pub fn write(&self, out: &mut [u8]) -> usize {
         out[0] = SHIM_VERSION;
         out[1] = self.hops().len() as u8;
@@ -288,6 +299,27 @@ mod tests {
             let bytes: Vec<u8> = (0..len).map(|i| (x >> (i % 8 * 8)) as u8 ^ i as u8).collect();
             let _ = Shim::parse(&bytes);
         }
+    }
+
+    #[test]
+    fn tofino_units_byte_gives_records_in_us() {
+        // What p4src/tna/cc_switch.p4 writes: SHIM_UNITS_TOFINO = 0x11, a
+        // record with a 1 234 567 ns delay at 2^47 + 5 001 235 999 ns.
+        let mut b = vec![1, 1, 0, 0x11, 0, 0, 1, 119];
+        let ts: u64 = (1 << 47) + 5_001_235_999;
+        b.extend_from_slice(&7u16.to_be_bytes());
+        b.extend_from_slice(&140u16.to_be_bytes());
+        b.extend_from_slice(&375u32.to_be_bytes());
+        b.extend_from_slice(&1_234_567u32.to_be_bytes());
+        b.extend_from_slice(&ts.to_be_bytes());
+        let (s, n) = Shim::parse(&b).unwrap();
+        assert_eq!((n, s.depth_unit, s.max_qdepth), (28, DepthUnit::Cells80, 375));
+        let h = s.hops()[0];
+        assert_eq!((h.switch_id, h.egress_port, h.enq_qdepth), (7, 140, 375));
+        assert_eq!((h.deq_timedelta_us, h.egress_ts_us), (1234, ts / 1000));
+        // Unknown nibbles are refused with the byte named.
+        assert_eq!(Shim::parse(&[1, 0, 0, 0x21, 0, 0, 0, 0]), Err(ShimError::BadUnit(0x21)));
+        assert_eq!(Shim::parse(&[1, 0, 0, 0x12, 0, 0, 0, 0]), Err(ShimError::BadUnit(0x12)));
     }
 
     #[test]

@@ -148,6 +148,7 @@ fn tna_mirror_header_fits_what_tofino_reports() {
     let layout = mirror_layout();
     let bits: u32 = layout.iter().map(|f| f.1).sum();
     assert_eq!(bits as u64, 8 * p4_const(TNA, "POSTCARD_MIRROR_BYTES"));
+    assert!(bits <= 8 * 32, "Tofino 1 carries at most 32 bytes of mirror metadata (bfas)");
     let w: HashMap<_, _> = layout.iter().cloned().collect();
     assert!(w["enq_qdepth"] >= 19 && w["deq_qdepth"] >= 19, "Tofino queue depths are 19 bits");
     assert!(w["deq_timedelta"] >= 32 && w["ingress_ts"] >= 48 && w["egress_ts"] >= 48);
