@@ -6,7 +6,8 @@
  *   - IPv4 LPM forwarding, TTL, checksum;
  *   - ECN CE when the egress queue at enqueue was >= K (per port, in
  *     80-byte cells);
- *   - the p4cc telemetry shim (depth_unit = 1: cells), path maximum;
+ *   - the p4cc telemetry shim (units 0x11: depths in cells, hop records
+ *     in ns), path maximum;
  *   - per-port random loss; per-port counters;
  *   - postcards: 1-in-N packets are mirrored egress-to-egress (session
  *     POSTCARD_SESSION) with a mirror header carrying their queue report;
