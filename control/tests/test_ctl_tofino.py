@@ -190,6 +190,29 @@ def test_pack_bfp4c_output(tmp_path, absolute):
     assert device_config(str(out / "cc_switch.conf")) == cfg.encode()
 
 
+@pytest.mark.parametrize("chip", CHIPS)
+def test_packs_this_machines_bf_p4c_output(chip):
+    """Where `make p4-tna` has run (build/tofino/CHIP/, not committed): the
+    real compiler output packs, the program and pipe are what the .conf
+    names, and its P4Info is the committed one."""
+    out = os.path.join(REPO, "build", "tofino", chip)
+    if not os.path.exists(os.path.join(out, "cc_switch.conf")):
+        pytest.skip(f"{out}/cc_switch.conf absent: bf-p4c has not run here (make p4-tna)")
+    cfg = BfPipelineConfig.decode(pack_bfp4c_output(out).encode())
+    assert cfg.p4_name == "cc_switch"
+    assert "tables" in json.loads(cfg.bfruntime_info)
+    (p,) = cfg.profiles
+    assert p.profile_name == "pipe" and p.pipe_scope == [0, 1, 2, 3]
+    ctx = json.loads(p.context)
+    assert ctx["program_name"] == "cc_switch", ctx.get("program_name")
+    assert len(p.binary) > 100_000
+    tofino_p4info(chip)  # committed and loadable
+    with open(os.path.join(out, "cc_switch.p4info.bin"), "rb") as built, \
+            open(committed_p4info(chip), "rb") as committed:
+        assert built.read() == committed.read(), \
+            "build/tofino's P4Info differs from p4src/build/tofino/: run make p4-tna and commit"
+
+
 def test_pack_tofino2_binary_name(tmp_path):
     out = fake_bfp4c_output(tmp_path, absolute=False, chip="tofino2")
     assert pack_bfp4c_output(str(out)).profiles[0].binary == b"\x7fBIN" * 100
