@@ -183,8 +183,9 @@ def find_switch(target: str) -> list[str] | None:
             return None
         return [str(binary), *ifaces, "--grpc-addr", f"127.0.0.1:{GRPC_PORT}",
                 "--admin-addr", f"127.0.0.1:{ADMIN_PORT}", "--device-id", "1"]
-    binary = shutil.which("simple_switch_grpc")
-    if not binary:
+    # As everywhere in p4cc (docs/building-p4c.md): $P4CC_BMV2_BIN, else PATH.
+    binary = os.environ.get("P4CC_BMV2_BIN") or shutil.which("simple_switch_grpc")
+    if not binary or not os.access(binary, os.X_OK):
         return None
     return [binary, "--device-id", "1", *ifaces, "--thrift-port", str(THRIFT_PORT), "--no-p4",
             "--", "--grpc-server-addr", f"127.0.0.1:{GRPC_PORT}"]
@@ -232,7 +233,7 @@ def main() -> int:
     else:
         cmd = find_switch(args.target)
         cmds = None if cmd is None else [cmd]
-        what = ("simple_switch_grpc not on PATH (bmv2 is in no package registry; "
+        what = ("simple_switch_grpc not found ($P4CC_BMV2_BIN, else PATH; bmv2 is in no package registry: "
                 "see docs/building-p4c.md)" if args.target == "bmv2"
                 else "p4cc-switch not built: run `make setup`")
     if cmds is None:
