@@ -84,6 +84,8 @@ def test_resolve_target(monkeypatch, tmp_path):
     assert resolve_target("pyfwd") == "pyfwd"
     monkeypatch.setenv("P4CC_SWITCH_BIN", str(tmp_path / "nope"))
     monkeypatch.setenv("PATH", str(tmp_path))
+    # A machine with bmv2 names it here; this test is about one without.
+    monkeypatch.delenv("P4CC_BMV2_BIN", raising=False)
     monkeypatch.setattr("p4cc_topo.targets.REPO_ROOT", tmp_path)
     with pytest.raises(TargetUnavailable, match="make build"):
         resolve_target("embedded")
