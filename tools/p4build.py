@@ -190,6 +190,33 @@ TNA_EXPLAINED_WARNINGS: list[tuple[str, str]] = [
      "the minimum parse depth; not in the program"),
 ]
 
+#: Failures of bf-p4c's own driver (p4c 34b86e9b) after a successful
+#: compile, by what it prints, with what to do (docs/tofino.md, "Building
+#: bf-p4c from source").
+TNA_DRIVER_DEFECTS: list[tuple[str, str]] = [
+    (r"'PosixPath' object has no attribute|expected str instance, PosixPath found",
+     "bf-p4c's driver passes pathlib.Path objects where it needs strings and stops before "
+     "running the assembler: in <prefix>/share/p4c/p4c_src/barefoot.py, register the "
+     "assembler, bf-rt verifier and p4c-gen-conf commands with str(...) (docs/tofino.md, "
+     "'Building bf-p4c from source')"),
+    (r"No module named 'jsl'",
+     "bf-p4c's p4c-build-logs was bundled without the jsl module (needed by --verbose 1): "
+     "run compiler_interfaces/p4c-build-logs from the p4c source with a Python that has "
+     "jsl and jsonschema (docs/tofino.md, 'Building bf-p4c from source')"),
+]
+TNA_NO_CONF_HINT = (
+    "bf-p4c wrote no cc_switch.conf, which p4cc's and Stratum's packers read: its driver "
+    "never enables p4c-gen-conf; append 'p4c-gen-conf' to the enabled commands in "
+    "<prefix>/share/p4c/p4c_src/barefoot.py (docs/tofino.md, 'Building bf-p4c from source')")
+
+
+def tna_driver_hints(output: str) -> list[str]:
+    """What to do about known bf-p4c driver defects its output shows."""
+    import re
+
+    return [hint for pat, hint in TNA_DRIVER_DEFECTS if re.search(pat, output)]
+
+
 #: Extra bf-p4c flags per chip, each explained in docs/tofino.md.
 TNA_CHIP_FLAGS: dict[str, list[str]] = {
     # bf-p4c 9.13.4 (p4c 34b86e9b) emits CLOTs in the egress deparser that
@@ -276,7 +303,11 @@ def tna_compile(bf: str, chip: str, outdir: Path) -> tuple[list[str], str, float
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     secs = time.monotonic() - t0
     if res.returncode != 0:
-        sys.exit(f"bf-p4c failed for {chip} ({res.returncode}):\n{res.stderr}{res.stdout[-3000:]}")
+        hints = "".join(f"\n  {h}" for h in tna_driver_hints(res.stderr + res.stdout))
+        sys.exit(f"bf-p4c failed for {chip} ({res.returncode}):\n{res.stderr}{res.stdout[-3000:]}"
+                 + (f"\nknown bf-p4c driver defect:{hints}" if hints else ""))
+    if not (outdir / "cc_switch.conf").exists():
+        sys.exit(f"bf-p4c for {chip}: {TNA_NO_CONF_HINT}")
     display = ["bf-p4c"] + [c.replace(str(ROOT) + "/", "") for c in cmd[1:]]
     return display, res.stderr + res.stdout, secs
 
