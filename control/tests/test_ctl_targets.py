@@ -146,7 +146,8 @@ def test_bmv2_thrift_cli_driving(tmp_path):
     cli.write_text(FAKE_CLI)
     t = Bmv2Target(thrift_port=9999, cli=str(cli))
     assert t.ports() == [1, 2]
-    assert t.set_port(2, rate_bps=12_000_000, depth_pkts=100) == {"rate_pps": 1000,
+    # 12 Mb/s in 1514-byte frames (1500-byte packets in Ethernet): 990.8/s
+    assert t.set_port(2, rate_bps=12_000_000, depth_pkts=100) == {"rate_pps": 991,
                                                                   "depth_pkts": 100}
     with pytest.raises(UnknownPort, match="has ports 1, 2"):
         t.set_port(5, rate_pps=10)

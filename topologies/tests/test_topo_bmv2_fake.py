@@ -68,6 +68,6 @@ def test_bmv2_start_and_queue_config(fake_bmv2):
                 t.set_port(port, **model)
         cli = (fake_bmv2 / "cli.log").read_text().split("\n")
         assert cli[0] == f"--thrift-port {sw.thrift_port} --thrift-ip 127.0.0.1"
-        # 100 Mbps at 1500-byte packets = 8333 packets/s
-        assert "set_queue_rate 8333 3" in cli and "set_queue_depth 120 3" in cli
+        # 100 Mbps in 1514-byte frames (1500-byte packets) = 8256 frames/s
+        assert "set_queue_rate 8256 3" in cli and "set_queue_depth 120 3" in cli
     assert_clean(rid)
