@@ -42,6 +42,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "control"))
+sys.path.insert(0, str(ROOT / "topologies"))
 
 PORTS = (1, 2, 3, 4)
 LOCK = Path("/run/lock/p4cc-ptf.lock")
@@ -183,9 +184,11 @@ def find_switch(target: str) -> list[str] | None:
             return None
         return [str(binary), *ifaces, "--grpc-addr", f"127.0.0.1:{GRPC_PORT}",
                 "--admin-addr", f"127.0.0.1:{ADMIN_PORT}", "--device-id", "1"]
-    # As everywhere in p4cc (docs/building-p4c.md): $P4CC_BMV2_BIN, else PATH.
-    binary = os.environ.get("P4CC_BMV2_BIN") or shutil.which("simple_switch_grpc")
-    if not binary or not os.access(binary, os.X_OK):
+    from p4cc_topo.targets import TargetUnavailable, find_bmv2
+
+    try:
+        binary = str(find_bmv2())   # $P4CC_BMV2_BIN, else PATH, as everywhere in p4cc
+    except TargetUnavailable:
         return None
     return [binary, "--device-id", "1", *ifaces, "--thrift-port", str(THRIFT_PORT), "--no-p4",
             "--", "--grpc-server-addr", f"127.0.0.1:{GRPC_PORT}"]

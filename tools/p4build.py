@@ -18,10 +18,12 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -212,8 +214,6 @@ TNA_NO_CONF_HINT = (
 
 def tna_driver_hints(output: str) -> list[str]:
     """What to do about known bf-p4c driver defects its output shows."""
-    import re
-
     return [hint for pat, hint in TNA_DRIVER_DEFECTS if re.search(pat, output)]
 
 
@@ -287,8 +287,6 @@ def bf_p4c_commit(bf: str) -> str:
 
 def tna_compile(bf: str, chip: str, outdir: Path) -> tuple[list[str], str, float]:
     """bf-p4c for one chip into outdir; (display command, stderr, seconds)."""
-    import time
-
     if outdir.exists():
         shutil.rmtree(outdir)
     outdir.mkdir(parents=True)
@@ -314,8 +312,6 @@ def tna_compile(bf: str, chip: str, outdir: Path) -> tuple[list[str], str, float
 
 def tna_warnings(output: str) -> tuple[list[str], list[str]]:
     """(explained, unexplained) warning lines of a bf-p4c run."""
-    import re
-
     lines = [l.strip() for l in output.splitlines() if re.search(r"\bwarning\b", l, re.I)]
     explained, unexplained = [], []
     for line in lines:
@@ -366,8 +362,6 @@ def tna_resources(outdir: Path) -> dict:
 def tna_phv_usage(outdir: Path) -> dict | None:
     """The "Overall PHV Usage" row of bf-p4c's PHV allocation summary:
     containers and bits used, ingress and egress, of the bits available."""
-    import re
-
     for log in sorted(outdir.rglob("phv_allocation_summary_*.log")):
         for line in log.read_text(errors="replace").splitlines():
             if "Overall PHV Usage" in line:

@@ -99,7 +99,9 @@ pub enum PostcardError {
     BadUnits(u8),
 }
 
-fn split_units(u: u8) -> Option<(DepthUnit, TimeUnit)> {
+/// A units byte (postcard `units`, shim byte 3): the depth unit in the low
+/// nibble, the time unit in the high one; None for a code neither knows.
+pub(crate) fn split_units(u: u8) -> Option<(DepthUnit, TimeUnit)> {
     Some((DepthUnit::from_u8(u & 0x0f)?, TimeUnit::from_u8(u >> 4)?))
 }
 

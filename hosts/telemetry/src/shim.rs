@@ -17,7 +17,7 @@
 
 use thiserror::Error;
 
-use crate::postcard::TimeUnit;
+use crate::postcard::split_units;
 
 /// UDP destination port of shim-carrying data packets.
 pub const DATA_PORT: u16 = 7360;
@@ -151,8 +151,7 @@ impl Shim {
         if hop_count as usize > MAX_HOPS {
             return Err(ShimError::TooManyHops(hop_count));
         }
-        let depth_unit = DepthUnit::from_u8(b[3] & 0x0f).ok_or(ShimError::BadUnit(b[3]))?;
-        let time_unit = TimeUnit::from_u8(b[3] >> 4).ok_or(ShimError::BadUnit(b[3]))?;
+        let (depth_unit, time_unit) = split_units(b[3]).ok_or(ShimError::BadUnit(b[3]))?;
         let need = SHIM_FIXED_LEN + hop_count as usize * HOP_LEN;
         if b.len() < need {
             return Err(ShimError::Truncated { hops: hop_count, need, have: b.len() });
