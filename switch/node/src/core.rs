@@ -138,9 +138,23 @@ impl SwitchCore {
     /// first advanced to the packet's arrival time, so the queue evolves as
     /// on a real switch even when the caller ran late (frames waiting in a
     /// receive ring keep their arrival times).
+    ///
+    /// A batch may hold several ports' frames, read port after port; they
+    /// join the queues in the order they arrived, not the order they were
+    /// read. Otherwise the port read first would take every slot a
+    /// departure frees before a frame that arrived earlier on another port
+    /// is looked at: drop-tail would favour low port numbers whenever the
+    /// caller runs behind, and flows sharing a full queue would not see the
+    /// same loss.
     pub fn enqueue_arrivals(&mut self) {
         let mut out = std::mem::take(&mut self.out);
         let mut arr = std::mem::take(&mut self.arrivals);
+        if !arr.is_sorted() {
+            let mut both: Vec<(u64, Queued)> = arr.drain(..).zip(out.drain(..)).collect();
+            // Stable: frames of one port, and of one instant, keep their order.
+            both.sort_by_key(|&(t, _)| t);
+            (arr, out) = both.into_iter().unzip();
+        }
         for (q, t) in out.drain(..).zip(arr.drain(..)) {
             if Some(q.egress_port()) == self.cpu_port {
                 self.send_to_cpu(q, t);

@@ -115,8 +115,9 @@ impl Dataplane {
                 if n > 0 {
                     busy = true;
                 }
-                core.enqueue_arrivals();
             }
+            // All ports' frames at once, in arrival order (see enqueue_arrivals).
+            self.core.enqueue_arrivals();
 
             // Packet-out from the controller: ingress on the CPU port.
             if let Some(rx) = self.packet_out.as_mut() {
