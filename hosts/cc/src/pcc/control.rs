@@ -11,6 +11,14 @@
 //!   (`CanMakeDecision`).
 //! * Moving: one scored MI at a time; the mover says where to go next or
 //!   that the move is over and where to probe.
+//! * The floor (`min_rate_bps`, PCC-Uspace `kMinSendingRate`): a move that
+//!   would go below it probes at the floor instead (`EnterDecisionMade`),
+//!   and a trial at the floor that cannot decide starts up again from the
+//!   floor (`OnUtilityAvailable`, case PROBING: `rounds_ > 1` at
+//!   `kMinSendingRate` → STARTING). Without the restart, a flow pushed
+//!   down by a few noisy trials (at a few packets per MI one loss swings
+//!   the utility) climbs back by one small step per trial, and a newcomer
+//!   to a full queue can sit at the floor for the rest of its life.
 //!
 //! Only the scored ("useful") MIs drive the state machine; the others keep
 //! the link busy at the current rate while results are on their way, so a
@@ -184,6 +192,8 @@ pub struct Controller<M> {
     pending: Option<u64>,
     last_utility: f64,
     decisions: u64,
+    /// Start-ups from the floor.
+    restarts: u64,
 }
 
 impl<M: Mover> Controller<M> {
@@ -196,6 +206,7 @@ impl<M: Mover> Controller<M> {
             pending: None,
             last_utility: 0.0,
             decisions: 0,
+            restarts: 0,
             c,
         }
     }
@@ -224,6 +235,25 @@ impl<M: Mover> Controller<M> {
         self.pending = None;
         let eps = self.mover.eps();
         self.phase = Phase::Probing(Rct::new(self.rate, eps, self.c.pairs, &mut self.rng));
+    }
+
+    /// Moves on to `r`; a move that would pass below the floor probes at
+    /// the floor.
+    fn move_to(&mut self, r: f64) {
+        if r < self.c.min_rate_bps {
+            self.probe(self.c.min_rate_bps);
+        } else {
+            self.rate = self.c.clamp(r);
+            self.phase = Phase::Moving;
+        }
+    }
+
+    /// Start-up again, from the floor.
+    fn restart_at_floor(&mut self) {
+        self.rate = self.c.min_rate_bps;
+        self.pending = None;
+        self.phase = Phase::Starting { best: None };
+        self.restarts += 1;
     }
 
     /// MI `id` starts now: its rate, bits/s.
@@ -260,12 +290,16 @@ impl<M: Mover> Controller<M> {
             match o.agreed_direction() {
                 Some(dir) => {
                     self.decisions += 1;
-                    self.rate = self.c.clamp(self.mover.on_decision(&o, dir));
-                    self.phase = Phase::Moving;
+                    let r = self.mover.on_decision(&o, dir);
+                    self.move_to(r);
                 }
                 None => {
                     self.mover.on_inconclusive();
-                    self.probe(o.base);
+                    if o.base <= self.c.min_rate_bps {
+                        self.restart_at_floor();
+                    } else {
+                        self.probe(o.base);
+                    }
                 }
             }
             return;
@@ -285,7 +319,7 @@ impl<M: Mover> Controller<M> {
                 }
             },
             Phase::Moving => match self.mover.on_move(rate, u) {
-                Move::Continue(r) => self.rate = self.c.clamp(r),
+                Move::Continue(r) => self.move_to(r),
                 Move::Probe(r) => self.probe(r),
             },
             Phase::Probing(_) => {}
@@ -296,6 +330,7 @@ impl<M: Mover> Controller<M> {
         out.insert("rate_mbps", self.rate / 1e6);
         out.insert("utility", self.last_utility);
         out.insert("decisions", self.decisions as f64);
+        out.insert("floor_restarts", self.restarts as f64);
         out.insert(
             "phase",
             match self.phase {
@@ -453,6 +488,46 @@ pub(crate) mod tests {
         c.on_utility(id + 1, 24.2e6, Some(-1.0));
         assert_eq!(c.phase_name(), "probing");
         assert!((c.rate() - 22e6).abs() < 1e-6);
+    }
+
+    /// Runs one trial; `pick` scores the MI at `rate` (true = the higher
+    /// score). Returns the next MI id.
+    fn one_trial<M: Mover>(c: &mut Controller<M>, id: u64, pick: impl Fn(usize, f64) -> bool) -> u64 {
+        let rates: Vec<f64> = (0..4).map(|i| c.next_rate(id + i)).collect();
+        for (i, r) in rates.iter().enumerate() {
+            c.on_utility(id + i as u64, *r, Some(if pick(i, *r) { 1.0 } else { 0.0 }));
+        }
+        id + 4
+    }
+
+    /// PCC-Uspace `PccVivaceSender`: a decision below `kMinSendingRate`
+    /// probes at it (`EnterDecisionMade`); a trial there that cannot decide
+    /// sends the sender back to STARTING at it (`rounds_ > 1`), which then
+    /// doubles as usual.
+    #[test]
+    fn the_floor_probes_then_starts_up_again() {
+        let mut p = common();
+        p.min_rate_bps = 19e6;
+        let mut c = Controller::new(Fixed::default(), p);
+        let id = start(&mut c);
+        // Every pair prefers the lower rate: Fixed moves to 20·0.9 = 18,
+        // below the 19 Mbit/s floor.
+        let id = one_trial(&mut c, id, |_, r| r < 20e6);
+        assert_eq!((c.phase_name(), c.rate()), ("probing", 19e6), "a move past the floor probes at it");
+        // A decision down at the floor keeps probing there.
+        let id = one_trial(&mut c, id, |_, r| r < 19.5e6); // the lower trial is clamped to 19
+        assert_eq!((c.phase_name(), c.rate()), ("probing", 19e6));
+        // A split trial at the floor: start-up from the floor.
+        let id = one_trial(&mut c, id, |i, r| (r > 19e6) == (i < 2));
+        assert_eq!((c.phase_name(), c.rate()), ("starting", 19e6));
+        let mut m = BTreeMap::new();
+        c.export(&mut m);
+        assert_eq!(m["floor_restarts"], 1.0);
+        assert_eq!(c.next_rate(id), 19e6);
+        c.on_utility(id, 19e6, Some(-5.0));
+        assert_eq!(c.next_rate(id + 1), 38e6, "start-up doubles from the floor");
+        c.on_utility(id + 1, 38e6, Some(-6.0));
+        assert_eq!((c.phase_name(), c.rate()), ("probing", 19e6), "and leaves it as usual");
     }
 
     #[test]

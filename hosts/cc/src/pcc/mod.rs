@@ -101,7 +101,7 @@ macro_rules! pcc_param_table {
             ParamInfo { name: "mi_min_rtt_samples", default: "4", doc: "a monitor interval keeps sending until it holds this many RTT samples of its own (PCC-Uspace: 4)" },
             ParamInfo { name: "init_rtt_us", default: "10000", doc: "RTT assumed before the first sample, µs" },
             ParamInfo { name: "init_rate_mbps", default: "0", doc: "starting rate, Mbit/s; 0 = 2 MSS per init_rtt (paper)" },
-            ParamInfo { name: "min_rate_mbps", default: "0.1", doc: "rate floor, Mbit/s (not in the papers)" },
+            ParamInfo { name: "min_rate_mbps", default: "0.5", doc: "rate floor, Mbit/s (PCC-Uspace kMinSendingRate: 500 kbit/s); a trial at the floor that cannot decide starts up again from it" },
             ParamInfo { name: "max_rate_mbps", default: "0", doc: "rate ceiling, Mbit/s; 0 = PathInfo.line_rate_bps, else unbounded" },
             ParamInfo { name: "rct_pairs", default: "2", doc: "pairs of MIs per randomised controlled trial (paper: 2)" },
             ParamInfo { name: "seed", default: "1", doc: "seed of the internal PRNG that orders each trial pair" },
