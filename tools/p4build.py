@@ -366,7 +366,7 @@ def tna_phv_usage(outdir: Path) -> dict | None:
         for line in log.read_text(errors="replace").splitlines():
             if "Overall PHV Usage" in line:
                 cells = [c.strip() for c in line.strip().strip("|").split("|")][1:]
-                nums = [int(re.match(r"\d+", c).group()) for c in cells if re.match(r"\d+", c)]
+                nums = [int(m.group()) for c in cells if (m := re.match(r"\d+", c))]
                 if len(nums) >= 8:
                     return {"containers_used": nums[0], "bits_used": nums[1],
                             "bits_used_ingress": nums[2], "bits_used_egress": nums[3],

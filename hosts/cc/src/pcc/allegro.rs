@@ -167,27 +167,18 @@ pub(crate) fn from_params(p: &Params, path: &PathInfo) -> Result<Allegro, CcErro
 
 #[cfg(test)]
 mod tests {
-    use super::super::control::tests::{common, start};
+    use super::super::control::tests::{common, start, trial_by};
     use super::*;
 
     fn ctl() -> Controller<PaperMover> {
         Controller::new(PaperMover::new(0.01, 0.05), common())
     }
 
-    /// Sends the four trial MIs, scoring each with `score(rate)`.
-    fn trial<M: Mover>(c: &mut Controller<M>, first_id: u64, score: impl Fn(f64) -> f64) -> Vec<f64> {
-        let rates: Vec<f64> = (0..4).map(|i| c.next_rate(first_id + i)).collect();
-        for (i, r) in rates.iter().enumerate() {
-            c.on_utility(first_id + i as u64, *r, Some(score(*r)));
-        }
-        rates
-    }
-
     #[test]
     fn rct_moves_toward_higher_utility_then_steps_grow() {
         let mut c = ctl();
         let id = start(&mut c);
-        let mut rates = trial(&mut c, id, |r| r / 1e6);
+        let mut rates = trial_by(&mut c, id, |_, r| r / 1e6);
         rates.sort_by(f64::total_cmp);
         assert!((rates[0] - 19.8e6).abs() < 1e-3 && (rates[3] - 20.2e6).abs() < 1e-3, "trials at r(1±ε_min)");
         assert_eq!(c.phase_name(), "moving");
@@ -212,7 +203,7 @@ mod tests {
     fn the_first_step_must_beat_the_winning_trials() {
         let mut c = ctl();
         let id = start(&mut c);
-        trial(&mut c, id, |r| -r / 1e6); // lower rate wins, mean u = −19.8
+        trial_by(&mut c, id, |_, r| -r / 1e6); // lower rate wins, mean u = −19.8
         let r1 = c.next_rate(id + 4);
         assert!((r1 - 20e6 * 0.99 * 0.99).abs() < 1e-3);
         c.on_utility(id + 4, r1, Some(-19.9));
@@ -266,7 +257,7 @@ mod tests {
         let steps = VivaceSteps { eps: 0.05, theta0: 1.0, amp_exponent: 1.2, omega0: 0.05, omega_delta: 0.05, min_step_mbps: 0.5 };
         let mut c = Controller::new(AllegroMover::Gradient(VivaceMover::new(steps)), common());
         let id = start(&mut c);
-        trial(&mut c, id, |r| r / 1e6);
+        trial_by(&mut c, id, |_, r| r / 1e6);
         assert_eq!(c.phase_name(), "moving");
         assert!((c.rate() - 22e6).abs() < 1e-3, "{}", c.rate());
     }

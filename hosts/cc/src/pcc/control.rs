@@ -490,13 +490,20 @@ pub(crate) mod tests {
         assert!((c.rate() - 22e6).abs() < 1e-6);
     }
 
-    /// Runs one trial; `pick` scores the MI at `rate` (true = the higher
-    /// score). Returns the next MI id.
-    fn one_trial<M: Mover>(c: &mut Controller<M>, id: u64, pick: impl Fn(usize, f64) -> bool) -> u64 {
-        let rates: Vec<f64> = (0..4).map(|i| c.next_rate(id + i)).collect();
+    /// Sends the four trial MIs, scoring the `i`-th, sent at `rate`, with
+    /// `score(i, rate)`; returns their rates.
+    pub(crate) fn trial_by<M: Mover>(c: &mut Controller<M>, first_id: u64, score: impl Fn(usize, f64) -> f64) -> Vec<f64> {
+        let rates: Vec<f64> = (0..4).map(|i| c.next_rate(first_id + i)).collect();
         for (i, r) in rates.iter().enumerate() {
-            c.on_utility(id + i as u64, *r, Some(if pick(i, *r) { 1.0 } else { 0.0 }));
+            c.on_utility(first_id + i as u64, *r, Some(score(i, *r)));
         }
+        rates
+    }
+
+    /// One trial whose `i`-th MI at `rate` scores 1 if `pick(i, rate)`,
+    /// else 0; returns the next MI id.
+    fn one_trial<M: Mover>(c: &mut Controller<M>, id: u64, pick: impl Fn(usize, f64) -> bool) -> u64 {
+        trial_by(c, id, |i, r| if pick(i, r) { 1.0 } else { 0.0 });
         id + 4
     }
 
