@@ -48,11 +48,7 @@ PORTS = (1, 2, 3, 4)
 LOCK = Path("/run/lock/p4cc-ptf.lock")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
+from p4cc_topo.listen_ports import free_tcp_port as free_port  # noqa: E402
 
 GRPC_PORT, ADMIN_PORT, THRIFT_PORT = free_port(), free_port(), free_port()
 P4INFO = ROOT / "p4src/build/cc_switch.p4info.bin"

@@ -3,7 +3,6 @@ several projects' tests in one process)."""
 from __future__ import annotations
 
 import os
-import socket
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -16,6 +15,7 @@ import p4cc_control  # noqa: E402,F401  (selects the protobuf backend first)
 from p4.config.v1 import p4info_pb2  # noqa: E402
 
 from p4cc_control.p4info import P4Info  # noqa: E402
+from p4cc_topo.listen_ports import free_tcp_port as free_port  # noqa: E402,F401  (tests import it from here)
 
 # Where the compiled program is looked for: the committed build, then the
 # scratch dir the brief's p4c command writes to, then $P4CC_P4INFO.
@@ -104,12 +104,3 @@ def synthetic_p4info() -> P4Info:
         "CcEgress.postcards.postcard_sample_count", "postcard_sample_count"
     r.type_spec.bitstring.bit.bitwidth, r.size = 32, 1
     return P4Info(m, "synthetic")
-
-
-
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
+from p4cc_topo.listen_ports import free_tcp_port as free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 P4INFO = ROOT / "p4src/build/cc_switch.p4info.bin"
@@ -37,12 +38,6 @@ pytestmark = [
                        reason="bmv2 (simple_switch_grpc) not installed: it is in no package "
                               "registry (docs/building-p4c.md)"),
 ]
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 TARGETS = {
     "bmv2": dict(tag="b", grpc=free_port(), thrift=free_port()),

@@ -21,13 +21,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .listen_ports import free_tcp_port
 from .model import Topology
 from .naming import ENV_RUN_ID, port_ifname
 
@@ -172,22 +172,6 @@ def interfaces(topo: Topology, run_id: str) -> dict[str, dict[int, str]]:
 
 
 # ----------------------------------------------------------------- processes
-
-_given_ports: set[int] = set()
-
-
-def free_tcp_port() -> int:
-    """A free TCP port on 127.0.0.1, never one this process handed out before
-    (the kernel may offer a just-closed port again)."""
-    for _ in range(100):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in _given_ports:
-            _given_ports.add(port)
-            return port
-    raise RuntimeError("no free TCP port on 127.0.0.1")
-
 
 def _listening_inodes(port: int) -> set[int]:
     inodes = set()

@@ -11,8 +11,27 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_p4cc-switch");
 
+/// A free port below the kernel's ephemeral range. A port from that range
+/// (what binding port 0 gives) can be taken by any outgoing connection in the
+/// gap before the switch binds it — the other test's gRPC client did once;
+/// ports below it are only taken by explicit binds.
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let lo: u32 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    let (first, span) = (10_000u32, lo.saturating_sub(10_000).max(1000));
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let start = std::process::id().wrapping_mul(7919) ^ nanos;
+    for _ in 0..span {
+        let port = first + (start.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed) * 101)) % span;
+        if std::net::TcpListener::bind(("127.0.0.1", port as u16)).is_ok() {
+            return port as u16;
+        }
+    }
+    panic!("no free TCP port in {first}..{}", first + span)
 }
 
 /// Runs the switch expecting it to exit at once; returns (code, stderr).
