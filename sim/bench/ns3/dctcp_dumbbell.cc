@@ -340,7 +340,9 @@ main(int argc, char* argv[])
        << rttUs << ", \"k\": " << k << ", \"buffer\": " << buffer << ", \"senders\": " << senders
        << ", \"sim_s\": " << duration << ", \"warmup_s\": " << warmup << ", \"wall_s\": " << wall << ", \"cpu_s\": " << cpu
        << ", \"events\": " << events << ", \"queue_median_pkts\": " << Quantile(g_qhist, 0.5)
+       << ", \"queue_p5_pkts\": " << Quantile(g_qhist, 0.05)
        << ", \"queue_p95_pkts\": " << Quantile(g_qhist, 0.95)
+       << ", \"queue_p99_pkts\": " << Quantile(g_qhist, 0.99)
        << ", \"queue_mean_pkts\": " << mean << ", \"queue_samples\": " << samples
        << ", \"utilisation\": " << util << ", \"throughput_mbps\": [";
     for (uint32_t i = 0; i < senders; i++)

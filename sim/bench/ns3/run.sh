@@ -2,9 +2,9 @@
 # ns-3 side of the p4cc simulator benchmark: build dctcp_dumbbell.cc against
 # Debian 12's ns-3.37 and run the DCTCP dumbbell at 100 Mb/s, 1, 10 and
 # 100 Gb/s (RTT 100 µs, 2 flows), one run at a time, printing one JSON line
-# per run. Usage: sim/bench/ns3/run.sh [100M] [1G] [10G] [100G]   (default: all)
-# Each run's JSON (with the queue histogram) is also kept in
-# sim/bench/ns3/build/results/RATE.json.
+# per run. Usage: sim/bench/ns3/run.sh [100M] [1G] [10G] [100G] [fig1] [fig1-paper]
+# (default: the four rates). Each run's JSON (with the queue histogram) is
+# also kept in sim/bench/ns3/build/results/NAME.json.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -31,7 +31,7 @@ if [ ! -x "$BIN" ] || [ "$HERE/dctcp_dumbbell.cc" -nt "$BIN" ]; then
     nice g++ -O2 -std=c++17 -o "$BIN" "$HERE/dctcp_dumbbell.cc" $NS3_LIBS
 fi
 
-# rate name, ns-3 rate, K (packets), buffer (packets), duration (s), warm-up (s)
+# name, ns-3 rate, RTT (µs), K (packets), buffer (packets), duration (s), warm-up (s)
 #  K: DCTCP paper's 20 at 1 Gb/s and 65 at 10 Gb/s; the seed's 20 at 100 Mb/s;
 #     x10 per decade above 10 Gb/s.
 #  buffer: 10 K, at least 1000 packets (no drops: the slow-start overshoot
@@ -40,18 +40,29 @@ fi
 #     machine; the warm-up covers slow start and DCTCP's convergence from
 #     alpha = 1 (at 100 Gb/s the queue takes ~40 ms to climb to K).
 CONFIGS=(
-    "100M 100Mbps 20 1000 5 1"
-    "1G 1Gbps 20 1000 2 0.5"
-    "10G 10Gbps 65 1000 0.5 0.1"
-    "100G 100Gbps 650 6500 0.06 0.045"
+    "100M 100Mbps 100 20 1000 5 1"
+    "1G 1Gbps 100 20 1000 2 0.5"
+    "10G 10Gbps 100 65 1000 0.5 0.1"
+    "100G 100Gbps 100 650 6500 0.06 0.045"
+)
+# The reference for dctcp-queue's band verdict (DCTCP Fig. 1, two flows),
+# run only when named: `fig1` at the experiment's defaults (the seed's
+# 100 Mb/s, RTT 500 µs, K = 20, 120 packets) and `fig1-paper` at its paper
+# scale (1 Gb/s, RTT 100 µs, K = 20, 466 packets). Their queue p5/p95 are
+# NS3_FIG1 in experiments/p4cc_exp/defs/dctcp_queue.py.
+REFERENCES=(
+    "fig1 100Mbps 500 20 120 30 5"
+    "fig1-paper 1Gbps 100 20 466 10 1"
 )
 WANT=("$@")
 
-for cfg in "${CONFIGS[@]}"; do
-    read -r name rate k buffer duration warmup <<<"$cfg"
-    if [ ${#WANT[@]} -gt 0 ] && [[ ! " ${WANT[*]} " == *" $name "* ]]; then
+for cfg in "${CONFIGS[@]}" "${REFERENCES[@]}"; do
+    read -r name rate rtt k buffer duration warmup <<<"$cfg"
+    if [ ${#WANT[@]} -eq 0 ]; then
+        [[ "$name" == fig1* ]] && continue
+    elif [[ ! " ${WANT[*]} " == *" $name "* ]]; then
         continue
     fi
-    "$BIN" --rate="$rate" --rtt=100 --K="$k" --buffer="$buffer" --senders=2 \
+    "$BIN" --rate="$rate" --rtt="$rtt" --K="$k" --buffer="$buffer" --senders=2 \
         --duration="$duration" --warmup="$warmup" --out="$BUILD/results/$name.json"
 done
