@@ -37,10 +37,17 @@ def ns_sh(ns: str, cmd: str) -> str:
                           text=True, check=True).stdout
 
 
+def as_from_a_terminal() -> None:
+    """A child's Ctrl-C as a terminal would give it: default SIGINT. A test
+    run started in the background of a non-interactive shell inherits
+    SIGINT ignored, and Python then keeps it ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_up(rid: str, env, *extra, topology="two_hosts", target="pyfwd") -> subprocess.Popen:
     p = subprocess.Popen([sys.executable, "-m", "p4cc_topo", "up", topology, "--target", target,
                           "--run-id", rid, *extra], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal)
     deadline = time.monotonic() + 30
     lines = []
     while time.monotonic() < deadline:
@@ -422,7 +429,7 @@ def test_signal_while_building_tears_down(env_with_pkg, sig, after):
     p = subprocess.Popen([sys.executable, "-m", "p4cc_topo", "up", "star", "-p", "n_hosts=40",
                           "-p", "rate_bps=none", "-p", "delay_us=0", "--target", "pyfwd",
                           "--run-id", rid], env=env_with_pkg, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal)
     time.sleep(after)
     p.send_signal(sig)
     try:
