@@ -8,7 +8,7 @@
 //!   → {"event": "progress", "sim_s", "until_s", "events", "events_per_s", "wall_s"}  (about 1/s)
 //!   → {"event": "paused", "sim_s": 2.0, "unix_ns": N}
 //!   ← {"cmd": "finish", "grace_s": 15}
-//!   → {"event": "done", "complete": true, "sim_s", "events", "wall_s", "agents", "hosts"}
+//!   → {"event": "done", "complete": true, "sim_s", "events", "wall_s", "cpu_s", "run_cpu_s", "agents", "hosts"}
 //!
 //! SIGINT or SIGTERM stop the run where it is; the results so far are
 //! written and "done" says `"complete": false`.
@@ -52,6 +52,10 @@ pub fn serve(mut world: World, input: impl BufRead, stop: Arc<AtomicBool>) -> Re
     let mut last_report = Instant::now();
     let mut last_events = 0u64;
     let mut complete = true;
+    // CPU time inside the event loop alone, the counterpart of ns-3's CPU
+    // time in Simulator::Run: without loading the program, serving the
+    // controller while it programs the switches, or writing the results.
+    let mut run_cpu_s = 0.0;
     let mut lines = input.lines();
     loop {
         let line = match lines.next() {
@@ -87,7 +91,9 @@ pub fn serve(mut world: World, input: impl BufRead, stop: Arc<AtomicBool>) -> Re
             }
             true
         };
+        let cpu0 = cpu_seconds();
         let ran = world.run_until(until, finishing, &mut check)?;
+        run_cpu_s += cpu_seconds() - cpu0;
         if stop.load(Ordering::Relaxed) {
             complete = false;
             break;
@@ -106,6 +112,7 @@ pub fn serve(mut world: World, input: impl BufRead, stop: Arc<AtomicBool>) -> Re
     done["events"] = events.into();
     done["wall_s"] = started.elapsed().as_secs_f64().into();
     done["cpu_s"] = cpu_seconds().into();
+    done["run_cpu_s"] = run_cpu_s.into();
     emit(done);
     Ok(complete)
 }
