@@ -54,9 +54,12 @@ def workload_args(w: Workload, ip) -> list[str]:
     raise ValueError(f"unknown workload {w.kind!r}")
 
 
-def command(a: Agent, ip, out: Path, start_unix_ns: int) -> list[str]:
+def command(a: Agent, ip, out: Path, start_unix_ns: int, rt_prio: int | None = None) -> list[str]:
     """``p4cc-host`` arguments of agent ``a``: its results go to ``out``
-    (the agent's folder; the collector writes ``out``/../queue.csv)."""
+    (the agent's folder; the collector writes ``out``/../queue.csv). With
+    ``rt_prio`` the user-space transport's send and receive loops run as
+    SCHED_FIFO (kernel TCP's timing is the kernel's)."""
+    rt = ["--rt-prio", str(rt_prio)] if rt_prio is not None else []
     if a.role in ("collector", "feed"):
         return ["collect", "--listen", f"0.0.0.0:{COLLECTOR_UDP_PORT}",
                 "--out", str(out.parent / "queue.csv")] + (["--feed"] if a.role == "feed" else [])
@@ -64,7 +67,7 @@ def command(a: Agent, ip, out: Path, start_unix_ns: int) -> list[str]:
         if a.datapath == "kernel":
             return ["tcp-recv", "--listen", f"0.0.0.0:{TCP_PORT}",
                     *(["--cc", a.cc] if a.cc else []), "--out", str(out)]
-        return ["recv", "--out", str(out)]
+        return ["recv", "--out", str(out), *rt]
     kernel = a.datapath == "kernel"
     args = ["gen", "--datapath", "tcp" if kernel else "udp", "--cc", a.cc,
             "--start-at-unix-ns", str(start_unix_ns), "--flow-id-base", str(a.flow_id_base),
@@ -77,6 +80,7 @@ def command(a: Agent, ip, out: Path, start_unix_ns: int) -> list[str]:
             args += ["--init-cwnd", str(a.init_cwnd_pkts)]
         if not a.ecn:
             args.append("--no-ecn")
+        args += rt
     return args + workload_args(a.workload, ip)
 
 

@@ -26,6 +26,7 @@ from p4cc_topo.kernel_cc import KernelCcError, ensure_kernel_ccs
 from p4cc_topo.plan import ArmPlan, Plan
 from p4cc_topo.targets import (TargetCapabilityError, TargetUnavailable, find_bmv2,
                                netem_available, resolve_target, terminate)
+from p4cc_topo.realtime import Realtime
 from p4cc_topo.wakeup import KeepCpusAwake
 
 from .agents import command, kernel_ecn_sysctl
@@ -92,12 +93,14 @@ class NamespaceLab:
         self.target: str | None = None
         self.notes: list[str] = []
         self._awake: KeepCpusAwake | None = None
+        self._realtime: Realtime | None = None
 
     # -- before any namespace ------------------------------------------------
     def prepare(self, plan: Plan) -> list[str]:
         """Chooses the target, checks it can apply the plan, makes every
         kernel congestion control the agents use available, keeps the CPUs
-        awake; returns what it did, one line each (for the run log)."""
+        awake, and sees whether the switch and agents can run realtime;
+        returns what it did, one line each (for the run log)."""
         self.target = self._choose_target(plan)
         problems = capability_problems(plan, self.target)
         if problems:
@@ -109,6 +112,8 @@ class NamespaceLab:
             raise ExecutorError(str(e)) from None
         self._awake = KeepCpusAwake().__enter__()
         self.notes.append(self._awake.message)
+        self._realtime = Realtime()
+        self.notes.append(self._realtime.message)
         return self.notes
 
     def _choose_target(self, plan: Plan) -> str:
@@ -144,7 +149,9 @@ class NamespaceLab:
         logs = outdir / "logs"
         topo = arm.topo()
         agent = host_agent()
-        with Network(topo, target=self.target, log_dir=logs, seed=plan.seed) as net:
+        rt = self._realtime
+        switch_prio = rt.switch_prio if rt and self.target == "embedded" else None
+        with Network(topo, target=self.target, log_dir=logs, seed=plan.seed, rt_prio=switch_prio) as net:
             eps = {n: Endpoint.from_dict(d) for n, d in net.endpoints().items()}
             with program(arm.switches, eps) as sw:
                 (logs / "switches.json").write_text(json.dumps(
@@ -158,7 +165,8 @@ class NamespaceLab:
             return f"switch died: {', '.join(dead)} (see {outdir / 'logs'})" if dead else None
 
         def launch(a, start_ns):
-            cmd = command(a, net.ip, outdir / a.folder, start_ns)
+            cmd = command(a, net.ip, outdir / a.folder, start_ns,
+                          self._realtime.agent_prio if self._realtime else None)
             log = f"{a.role}-{a.folder}.log" if a.role not in ("collector", "feed") else "collector.log"
             return net.popen(a.host, [agent, *cmd], log=log)
 

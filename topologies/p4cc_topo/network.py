@@ -100,8 +100,10 @@ class Network:
                  seed: int | None = None, routes: dict | None = None, watchdog: bool = True,
                  clean_stale: bool = True, start_switches: bool = True,
                  ready_timeout: float = 20.0, handle_signals: bool = True,
-                 keep_logs: bool | None = None):
+                 keep_logs: bool | None = None, rt_prio: int | None = None):
         self.topo = topo
+        # SCHED_FIFO priority of the embedded switch's packet thread (realtime.py)
+        self.rt_prio = rt_prio
         self.requested_target = target
         self.target: str | None = None
         self.run_id = check_run_id(run_id) if run_id else None
@@ -339,7 +341,7 @@ class Network:
         for name, sw in self.topo.switches.items():
             s = make_switch(self.target, name, sw.id, self.ports[name], self.run_id, self.log_dir,
                             routes.get(name, []), seed=self.seed, p4_json=self.p4_json,
-                            p4info=self.p4info, cpu_port=self.cpu_port)
+                            p4info=self.p4info, cpu_port=self.cpu_port, rt_prio=self.rt_prio)
             self.switches[name] = s
             s.start()
             self.state.add_pid(s.proc.pid, f"switch {name} ({self.target})")

@@ -346,7 +346,7 @@ class SwitchProcess:
 class EmbeddedSwitch(SwitchProcess):
     def __init__(self, *a, binary: Path | None = None, seed: int | None = None,
                  p4_json: str | None = None, p4info: str | None = None,
-                 cpu_port: int | None = None, **kw):
+                 cpu_port: int | None = None, rt_prio: int | None = None, **kw):
         super().__init__(*a, **kw)
         self.target = "embedded"
         self.binary = binary or find_embedded()
@@ -354,6 +354,7 @@ class EmbeddedSwitch(SwitchProcess):
         self.p4_json = p4_json
         self.p4info = p4info
         self.cpu_port = cpu_port
+        self.rt_prio = rt_prio
         self.admin_port = 0
 
     @property
@@ -377,6 +378,8 @@ class EmbeddedSwitch(SwitchProcess):
                 cmd += ["--p4info", str(self.p4info)]
         if self.cpu_port is not None:
             cmd += ["--cpu-port", str(self.cpu_port)]
+        if self.rt_prio is not None:
+            cmd += ["--rt-prio", str(self.rt_prio)]
         return cmd
 
     def describe(self) -> dict:
@@ -458,7 +461,7 @@ def make_switch(target: str, name: str, device_id: int, ports: dict, run_id: str
     if target == "embedded":
         return EmbeddedSwitch(name, device_id, ports, run_id, log_dir, seed=opts.get("seed"),
                               p4_json=opts.get("p4_json"), p4info=opts.get("p4info"),
-                              cpu_port=opts.get("cpu_port"))
+                              cpu_port=opts.get("cpu_port"), rt_prio=opts.get("rt_prio"))
     if target == "bmv2":
         return Bmv2Switch(name, device_id, ports, run_id, log_dir, p4_json=opts.get("p4_json"),
                           cpu_port=opts.get("cpu_port"))

@@ -118,6 +118,15 @@ def test_embedded_command_starts_bare(tmp_path):
     assert not any(a in cmd for a in ("--port-config", "--rate", "--delay", "--loss", "--depth"))
     d = sw.describe()
     assert d["admin_addr"] == "127.0.0.1:50002" and d["port_ifaces"][3] == "p4cc7f3as1e3"
+    assert "--rt-prio" not in cmd
+
+
+def test_embedded_command_with_a_realtime_packet_thread(tmp_path):
+    t = dumbbell()
+    sw = EmbeddedSwitch("s1", 1, interfaces(t, RID)["s1"], RID, tmp_path,
+                        binary=Path("/x/p4cc-switch"), rt_prio=20)
+    cmd = sw.command()
+    assert cmd[cmd.index("--rt-prio") + 1] == "20"
 
 
 def test_bmv2_command(tmp_path):

@@ -40,6 +40,8 @@ usage: p4cc-switch [options]
       --depth PORT=PKTS       egress queue depth in packets (default 64, as bmv2)
       --seed N                seed of the loss draws and of P4 random() (default 1)
       --cpu-port N            port number of the CPU port (packet-in/out; default none)
+      --rt-prio N             run the packet thread as SCHED_FIFO priority N (1-99; root): departures
+                              on time beside other load (default: the ordinary scheduler)
       --log-level LEVEL       off|error|info|debug (default info; the packet path logs only at debug)
   -h, --help                  this text
   -V, --version               version
@@ -47,6 +49,18 @@ usage: p4cc-switch [options]
 Hosts attached to the switch must turn offloads off:
   ethtool -K IFACE tso off gso off gro off (and tx off for checksum offload)
 ";
+
+/// Makes the calling thread SCHED_FIFO at `prio`: it then runs as soon as
+/// it wakes, ahead of every ordinary task, so other load on the machine
+/// does not delay departures.
+fn realtime(prio: i32) -> std::io::Result<()> {
+    let p = libc::sched_param { sched_priority: prio };
+    // SAFETY: sched_setscheduler on the calling thread with a valid param.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
 
 /// Prints a one-line reason and exits.
 fn die(code: i32, msg: impl std::fmt::Display) -> ! {
@@ -62,6 +76,7 @@ struct Opts {
     p4info: Option<String>,
     seed: u64,
     cpu_port: Option<u32>,
+    rt_prio: Option<i32>,
     level: log::LevelFilter,
     ports: Vec<PortSpec>,
 }
@@ -79,6 +94,7 @@ fn parse_args(args: Vec<String>) -> Result<Opts, String> {
         p4info: None,
         seed: 1,
         cpu_port: None,
+        rt_prio: None,
         level: log::LevelFilter::Info,
         ports: vec![],
     };
@@ -132,6 +148,13 @@ fn parse_args(args: Vec<String>) -> Result<Opts, String> {
             "--cpu-port" => {
                 let v = val(&flag)?;
                 o.cpu_port = Some(ports::config::parse_port(&v).map_err(|e| format!("--cpu-port: {e}"))?)
+            }
+            "--rt-prio" => {
+                let v = val(&flag)?;
+                o.rt_prio = match v.parse::<i32>() {
+                    Ok(n) if (1..=99).contains(&n) => Some(n),
+                    _ => return Err(format!("--rt-prio: '{v}' is not a priority from 1 to 99")),
+                }
             }
             "--log-level" => {
                 o.level = match val(&flag)?.as_str() {
@@ -246,9 +269,17 @@ fn main() {
         service.set_packet_out_waker(Arc::new(move || sh.wake()));
     }
     let dp = Dataplane::new(socks, shared.clone(), slot, o.seed, o.cpu_port, Some(service.clone()), po_rx);
+    let rt_prio = o.rt_prio;
     let packet_thread = std::thread::Builder::new()
         .name("p4cc-packets".into())
-        .spawn(move || dp.run())
+        .spawn(move || {
+            if let Some(p) = rt_prio {
+                if let Err(e) = realtime(p) {
+                    die(1, format!("--rt-prio {p}: cannot run the packet thread as SCHED_FIFO: {e} (needs root or CAP_SYS_NICE)"));
+                }
+            }
+            dp.run()
+        })
         .unwrap_or_else(|e| die(1, format!("cannot start the packet thread: {e}")));
 
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -281,11 +312,12 @@ fn main() {
                 .await
         });
         log::info!(
-            "{} ports; P4Runtime on {} (device {}); admin on {}",
+            "{} ports; P4Runtime on {} (device {}); admin on {}; packet thread {}",
             o.ports.len(),
             o.grpc_addr,
             o.device_id,
-            o.admin_addr
+            o.admin_addr,
+            o.rt_prio.map_or("on the ordinary scheduler".to_string(), |p| format!("SCHED_FIFO {p}"))
         );
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .unwrap_or_else(|e| die(1, e));

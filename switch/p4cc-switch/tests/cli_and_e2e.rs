@@ -70,6 +70,11 @@ fn startup_errors_are_one_line() {
     let (code, err) = run_fail(&["-i", "1@lo", "--loss", "1=2"]);
     assert_eq!(code, 2);
     assert!(err.contains("loss"), "{err}");
+    for bad in ["0", "100", "fifo"] {
+        let (code, err) = run_fail(&["-i", "1@lo", "--rt-prio", bad]);
+        assert_eq!(code, 2);
+        assert!(err.contains(&format!("--rt-prio: '{bad}' is not a priority from 1 to 99")), "{err}");
+    }
 
     if !is_root() {
         eprintln!("skipped the rest: not root (AF_PACKET needs it)");
@@ -170,6 +175,21 @@ impl Drop for Net {
 }
 
 struct Switch(Child);
+
+/// The scheduling policy of the process's thread named `name`
+/// (/proc/PID/task/TID/stat field 41: 0 ordinary, 1 SCHED_FIFO).
+fn thread_policy(pid: u32, name: &str) -> Option<u32> {
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if comm.trim() == name {
+            let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
+            // Fields after the command, which is in parentheses: state is field 3.
+            let rest = &stat[stat.rfind(')')? + 2..];
+            return rest.split_whitespace().nth(41 - 3)?.parse().ok();
+        }
+    }
+    None
+}
 
 impl Drop for Switch {
     fn drop(&mut self) {
@@ -280,6 +300,8 @@ async fn packets_flow_through_the_switch() {
     let child = Command::new(BIN)
         .args(["-i", &format!("1@{}", net.s1), "-i", &format!("2@{}", net.s2), "--json", &json, "--p4info", &info])
         .args(["--grpc-addr", &grpc, "--admin-addr", &admin, "--log-level", "error", "--depth", "2=100"])
+        // As p4cc's runs start it (root): the packet thread realtime.
+        .args(["--rt-prio", "20"])
         .spawn()
         .unwrap();
     let mut sw = Switch(child);
@@ -369,6 +391,7 @@ async fn packets_flow_through_the_switch() {
     assert_eq!(n, 10, "forwarding again after the routes are back");
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(port_field(&admin, 2, "tx_pkts").as_u64().unwrap() >= 20);
+    assert_eq!(thread_policy(sw.0.id(), "p4cc-packets"), Some(libc::SCHED_FIFO as u32), "--rt-prio 20 applied");
     assert!(port_field(&admin, 1, "rx_pkts").as_u64().unwrap() >= 20);
     assert_eq!(port_field(&admin, 2, "depth_pkts").as_u64().unwrap(), 100, "--depth applied");
 
