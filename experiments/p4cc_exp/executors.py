@@ -24,9 +24,9 @@ from p4cc_control.program import Endpoint, program
 from p4cc_topo import Network
 from p4cc_topo.kernel_cc import KernelCcError, ensure_kernel_ccs
 from p4cc_topo.plan import ArmPlan, Plan
+from p4cc_topo.realtime import Realtime
 from p4cc_topo.targets import (TargetCapabilityError, TargetUnavailable, find_bmv2,
                                netem_available, resolve_target, terminate)
-from p4cc_topo.realtime import Realtime
 from p4cc_topo.wakeup import KeepCpusAwake
 
 from .agents import command, kernel_ecn_sysctl
@@ -149,8 +149,7 @@ class NamespaceLab:
         logs = outdir / "logs"
         topo = arm.topo()
         agent = host_agent()
-        rt = self._realtime
-        switch_prio = rt.switch_prio if rt and self.target == "embedded" else None
+        switch_prio = self._realtime.switch_prio if self._realtime and self.target == "embedded" else None
         with Network(topo, target=self.target, log_dir=logs, seed=plan.seed, rt_prio=switch_prio) as net:
             eps = {n: Endpoint.from_dict(d) for n, d in net.endpoints().items()}
             with program(arm.switches, eps) as sw:
