@@ -110,9 +110,12 @@ class NamespaceLab:
             self.notes += ensure_kernel_ccs(ccs, host_agent())
         except KernelCcError as e:
             raise ExecutorError(str(e)) from None
+        try:
+            self._realtime = Realtime()
+        except ValueError as e:
+            raise ExecutorError(str(e)) from None
         self._awake = KeepCpusAwake().__enter__()
         self.notes.append(self._awake.message)
-        self._realtime = Realtime()
         self.notes.append(self._realtime.message)
         return self.notes
 

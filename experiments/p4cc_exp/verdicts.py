@@ -66,7 +66,8 @@ def judge(verdicts: list[Verdict], fidelity: dict[str, dict]) -> list[Verdict]:
             v.status = "void"
             a, f = bad[0]
             why = "; ".join(f.get("violations", {}).get(v.sensitive, [])) or "outside bounds"
-            v.reason = (f"emulation lagged ({a}): {why}; see the run log, or use --target sim")
+            v.reason = (f"emulation lagged ({a}): {why}; see the run log, or use --target sim "
+                        f"(beside other load: P4CC_REALTIME=all, docs/fidelity.md)")
         else:
             v.status = "pass" if v.ok else "fail"
     return verdicts

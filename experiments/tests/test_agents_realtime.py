@@ -42,23 +42,38 @@ def test_without_a_priority_nothing_is_added():
     assert "--rt-prio" not in command(Agent("h1", "sender", cc="dctcp", workload=single()), ip, OUT, 5)
 
 
-def test_off_says_so(monkeypatch):
-    monkeypatch.setenv("P4CC_REALTIME", "0")
+@pytest.mark.parametrize("value", ["0", "off"])
+def test_off_says_so(monkeypatch, value):
+    monkeypatch.setenv("P4CC_REALTIME", value)
     rt = realtime.Realtime()
     assert not rt.on and rt.switch_prio is None and rt.agent_prio is None
-    assert "P4CC_REALTIME=0" in rt.message
+    assert rt.message.startswith("realtime: off")
+
+
+def test_off_is_the_default(monkeypatch):
+    monkeypatch.delenv("P4CC_REALTIME", raising=False)
+    assert realtime.Realtime().mode == "off"
+
+
+def test_a_bad_value_is_named(monkeypatch):
+    monkeypatch.setenv("P4CC_REALTIME", "yes")
+    with pytest.raises(ValueError, match="P4CC_REALTIME='yes': one of all, switch, off"):
+        realtime.Realtime()
 
 
 def test_unavailable_says_why(monkeypatch):
     monkeypatch.setattr(realtime, "fifo_available", lambda: "SCHED_FIFO is not permitted here")
-    rt = realtime.Realtime(enabled=True)
-    assert not rt.on and rt.agent_prio is None
+    rt = realtime.Realtime("all")
+    assert not rt.on and rt.agent_prio is None and rt.switch_prio is None
     assert rt.message.startswith("realtime: unavailable (SCHED_FIFO is not permitted here)")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO needs root")
-def test_root_gets_it_and_the_probe_leaves_this_process_alone():
+@pytest.mark.parametrize("mode,switch,agents", [("all", realtime.SWITCH_PRIO, realtime.AGENT_PRIO),
+                                                ("1", realtime.SWITCH_PRIO, realtime.AGENT_PRIO),
+                                                ("switch", realtime.SWITCH_PRIO, None)])
+def test_root_gets_it_and_the_probe_leaves_this_process_alone(mode, switch, agents):
     before = os.sched_getscheduler(0)
-    rt = realtime.Realtime(enabled=True)
-    assert rt.on and (rt.switch_prio, rt.agent_prio) == (realtime.SWITCH_PRIO, realtime.AGENT_PRIO)
+    rt = realtime.Realtime(mode)
+    assert rt.on and (rt.switch_prio, rt.agent_prio) == (switch, agents)
     assert os.sched_getscheduler(0) == before

@@ -54,6 +54,12 @@ def test_a_missing_tool(tmp_path):
                    env={"P4CC_SIM_BIN": str(tmp_path / "none")}, needle="p4cc-sim is not built")
 
 
+def test_a_bad_realtime_setting(tmp_path):
+    one_line_error([P4CC, "run", "dctcp-queue", "--target", "embedded", "--out", str(tmp_path / "o")],
+                   env={"P4CC_REALTIME": "yes"}, needle="P4CC_REALTIME='yes': one of all, switch, off")
+    assert not (tmp_path / "o" / "kernel-dctcp").exists(), "nothing ran"
+
+
 def test_a_bad_plan_file(tmp_path):
     p = tmp_path / "plan.json"
     p.write_text('{"schema": "p4cc.plan", "version": 99}')

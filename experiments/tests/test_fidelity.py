@@ -39,9 +39,9 @@ def fidelity_of(folder):
 
 
 def test_a_run_beside_cpu_hogs_is_void_with_the_reason(tmp_path, hogs, monkeypatch):
-    # On the ordinary scheduler: realtime switch and agents (the default,
-    # p4cc_topo/realtime.py) are meant to keep up beside the hogs, and this
-    # test is about the monitor seeing lag when a run does not.
+    # On the ordinary scheduler, whatever the environment says: a realtime
+    # switch and agents (p4cc_topo/realtime.py) are meant to keep up beside
+    # the hogs, and this test is about the monitor seeing lag.
     monkeypatch.setenv("P4CC_REALTIME", "0")
     run(get("dctcp-queue"), target="embedded", overrides=SHORT, out=str(tmp_path / "r"))
     s, fid = fidelity_of(tmp_path / "r")

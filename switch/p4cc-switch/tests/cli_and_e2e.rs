@@ -300,7 +300,7 @@ async fn packets_flow_through_the_switch() {
     let child = Command::new(BIN)
         .args(["-i", &format!("1@{}", net.s1), "-i", &format!("2@{}", net.s2), "--json", &json, "--p4info", &info])
         .args(["--grpc-addr", &grpc, "--admin-addr", &admin, "--log-level", "error", "--depth", "2=100"])
-        // As p4cc's runs start it (root): the packet thread realtime.
+        // As p4cc's runs start it with P4CC_REALTIME=all|switch (root).
         .args(["--rt-prio", "20"])
         .spawn()
         .unwrap();
