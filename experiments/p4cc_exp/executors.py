@@ -191,7 +191,7 @@ class NamespaceLab:
             if what == "event":
                 self.apply_event(sw, item)
                 continue
-            reads[item] = {"unix_ns": time.time_ns(), "ports": read_ports(arm, sw, eps)}
+            reads[item] = {"unix_ns": time.time_ns(), "ports": read_ports(arm, sw, eps, clock=time.time_ns)}
             if item == "start":
                 monitor.start([p.pid for p in waiting + senders]
                               + [s.proc.pid for s in net.switches.values() if s.proc])
@@ -286,20 +286,28 @@ def bmv2_keepup(arm: ArmPlan, outdir: Path, measure: dict) -> float | None:
     return sent / busy if busy > 0 else None
 
 
-def read_ports(arm: ArmPlan, sw, eps: dict) -> dict:
+def read_ports(arm: ArmPlan, sw, eps: dict, clock=None) -> dict:
     """The measured ports' P4 counters, and where the switch has an admin
     API (embedded, sim) the bytes it put on the wire (``wire_tx_bytes``).
     P4 byte counters count a packet's length as it arrived, as bmv2's do,
     so they miss the hop record the switch pushes at egress (~1.4 % of a
-    user-space transport's traffic)."""
+    user-space transport's traffic). With ``clock`` (real time) each wire
+    reading also gets the instant it was taken, the middle of its admin
+    request (``wire_unix_ns``): a reading stamped before the P4Runtime reads
+    that precede it counted bytes sent after its stamp, which read as more
+    than the line rate."""
     out = {}
-    wire = {}
+    wire, wire_at = {}, {}
     for r in arm.measure.ports:
         row = dict(sw.ops[r.switch].port_counters([r.port])[r.port])
         if r.switch not in wire:
+            t0 = clock() if clock else None
             wire[r.switch] = _admin_tx_bytes(eps.get(r.switch))
+            wire_at[r.switch] = (t0 + clock()) // 2 if clock else None
         if r.port in wire[r.switch]:
             row["wire_tx_bytes"] = wire[r.switch][r.port]
+            if wire_at[r.switch] is not None:
+                row["wire_unix_ns"] = wire_at[r.switch]
         out[r.key()] = row
     return out
 

@@ -21,8 +21,9 @@ def arm_result(outdir: Path, arm: ArmPlan) -> dict:
 
     outdir, label, settings; senders (the senders' folders, in plan order);
     port and switch_id of the measured queue; tx_bytes and ce_marks of that
-    port between the two counter readings, window_s between them, and
-    window_unix_ns, their times (None without both readings).
+    port between the two counter readings, window_s between them (between
+    the two wire readings where real time stamped them), and
+    window_unix_ns, the readings' times (None without both readings).
     """
     outdir = Path(outdir)
     try:
@@ -45,4 +46,6 @@ def arm_result(outdir: Path, arm: ArmPlan) -> dict:
         if a and b:
             out["tx_bytes"] = sent_bytes(a, b)
             out["ce_marks"] = b["ce_marks"] - a["ce_marks"]
+            if "wire_unix_ns" in a and "wire_unix_ns" in b:
+                out["window_s"] = (b["wire_unix_ns"] - a["wire_unix_ns"]) / 1e9
     return out

@@ -60,3 +60,25 @@ def test_the_window_comes_from_the_two_counter_readings(tmp_path):
                   "end": {"unix_ns": T0 + 9 * S, "ports": {}}}}))
     arm = ArmPlan(name="a", label="a", topology={}, switches={}, agents=(), duration_s=10, warmup_s=3)
     assert arm_result(tmp_path, arm)["window_unix_ns"] == (T0 + 3 * S, T0 + 9 * S)
+
+
+def test_wire_readings_carry_their_own_instants(tmp_path):
+    """Real time stamps each wire reading with the middle of its admin
+    request; the window (and so the utilisation) is between those, not
+    between the stamps taken before the P4Runtime reads that precede them."""
+    from p4cc_exp.registry import get
+    from p4cc_exp.runner import make_plan
+    arm = make_plan(get("dctcp-queue"), []).arms[0]
+    key = arm.measure.queue.key()
+
+    def port(wire_bytes, at):
+        return {key: {"tx_bytes": 0, "ce_marks": 0, "wire_tx_bytes": wire_bytes, "wire_unix_ns": at}}
+    # 12.5 MB in 1.000 s between the wire readings: 100 Mb/s exactly; the
+    # stamps before the P4Runtime reads are 0.990 s apart (101 % if used).
+    (tmp_path / "measure.json").write_text(json.dumps({
+        "t0_unix_ns": T0, "window_s": 0.990,
+        "reads": {"start": {"unix_ns": T0 + 3 * S, "ports": port(0, T0 + 3 * S + 2_000_000)},
+                  "end": {"unix_ns": T0 + 3 * S + 990_000_000, "ports": port(12_500_000, T0 + 4 * S + 2_000_000)}}}))
+    r = arm_result(tmp_path, arm)
+    assert r["window_s"] == 1.0
+    assert metrics.utilisation(r, 100e6) == 1.0
