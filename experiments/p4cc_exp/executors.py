@@ -297,17 +297,18 @@ def read_ports(arm: ArmPlan, sw, eps: dict, clock=None) -> dict:
     that precede it counted bytes sent after its stamp, which read as more
     than the line rate."""
     out = {}
-    wire, wire_at = {}, {}
+    wire = {}  # switch -> ({port: tx_bytes}, the reading's instant or None)
     for r in arm.measure.ports:
         row = dict(sw.ops[r.switch].port_counters([r.port])[r.port])
         if r.switch not in wire:
             t0 = clock() if clock else None
-            wire[r.switch] = _admin_tx_bytes(eps.get(r.switch))
-            wire_at[r.switch] = (t0 + clock()) // 2 if clock else None
-        if r.port in wire[r.switch]:
-            row["wire_tx_bytes"] = wire[r.switch][r.port]
-            if wire_at[r.switch] is not None:
-                row["wire_unix_ns"] = wire_at[r.switch]
+            sent = _admin_tx_bytes(eps.get(r.switch))
+            wire[r.switch] = (sent, (t0 + clock()) // 2 if clock else None)
+        sent, at = wire[r.switch]
+        if r.port in sent:
+            row["wire_tx_bytes"] = sent[r.port]
+            if at is not None:
+                row["wire_unix_ns"] = at
         out[r.key()] = row
     return out
 

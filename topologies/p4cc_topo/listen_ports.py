@@ -35,6 +35,8 @@ def free_tcp_port() -> int:
     lo, hi = ephemeral_range()
     # Below the range if there is room, else above it.
     pool = range(LOWEST, lo) if lo - LOWEST >= 1000 else range(hi + 1, 65536)
+    if not pool:
+        raise RuntimeError(f"no TCP ports outside the ephemeral range {lo}-{hi} ({EPHEMERAL_RANGE_FILE})")
     rng = random.SystemRandom()
     for _ in range(200):
         port = rng.choice(pool)

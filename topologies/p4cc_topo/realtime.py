@@ -29,6 +29,7 @@ AGENT_PRIO = 10
 # four senders: p99 wake-up lateness 120–150 µs ordinary, 194–267 µs with
 # the switch realtime, 214–360 µs with everything realtime).
 DEFAULT_MODE = "off"
+MODES = ("all", "switch", "off")
 
 
 def fifo_available() -> str | None:
@@ -46,9 +47,6 @@ def fifo_available() -> str | None:
     if os.waitstatus_to_exitcode(status) == 0:
         return None
     return "SCHED_FIFO is not permitted here (needs root or CAP_SYS_NICE, and realtime runtime for the cgroup)"
-
-
-MODES = ("all", "switch", "off")
 
 
 class Realtime:
