@@ -47,8 +47,78 @@ impl Narrow {
 /// without a match per field), or any mix.
 #[derive(Clone, Debug)]
 enum Plan {
-    Narrow(Vec<Narrow>),
+    Narrow(Vec<Narrow>, Words),
     General(Vec<FieldPos>),
+}
+
+/// The deparse plan of a header whose fields are each at most 64 bits:
+/// the header as consecutive big-endian 64-bit words, each assembled in a
+/// register from the pieces of the fields it holds and stored once.
+/// ORing field by field into memory instead made every field's load
+/// overlap the previous field's store only partly, which the CPU cannot
+/// forward from its store buffer: a stall of a dozen cycles a field, half
+/// of the egress pass's own time.
+#[derive(Clone, Debug, Default)]
+struct Words {
+    /// Pieces of words in order; word `i` is `pieces[ends[i-1]..ends[i]]`.
+    pieces: Vec<Piece>,
+    ends: Vec<u32>,
+}
+
+/// One field's bits inside one word: `((v & mask) >> shr) << shl`.
+#[derive(Clone, Copy, Debug)]
+struct Piece {
+    field: u32,
+    mask: u64,
+    shr: u32,
+    shl: u32,
+}
+
+impl Words {
+    /// `widths` all at most 64.
+    fn new(widths: &[u32]) -> Words {
+        let total: usize = widths.iter().map(|&w| w as usize).sum();
+        let nwords = total.div_ceil(64);
+        let mut words = Words::default();
+        for k in 0..nwords {
+            let (lo, hi) = (64 * k, 64 * k + 64);
+            let mut bit = 0usize;
+            for (i, &w) in widths.iter().enumerate() {
+                let (b, e) = (bit, bit + w as usize);
+                bit = e;
+                if w == 0 || e <= lo || b >= hi {
+                    continue;
+                }
+                // The field's least significant bit sits `hi - e` bits above
+                // the word's (negative: the field ends in a later word).
+                let s = hi as i64 - e as i64;
+                let (shr, shl) = if s >= 0 { (0, s as u32) } else { ((-s) as u32, 0) };
+                words.pieces.push(Piece { field: i as u32, mask: mask(w) as u64, shr, shl });
+            }
+            words.ends.push(words.pieces.len() as u32);
+        }
+        words
+    }
+
+    /// Bytes the stores cover.
+    fn reach(&self) -> usize {
+        self.ends.len() * 8
+    }
+
+    #[inline(always)]
+    fn deparse(&self, values: &[u128], out: &mut [u8]) {
+        let out = &mut out[..self.reach()];
+        let mut start = 0usize;
+        for (chunk, &end) in out.chunks_exact_mut(8).zip(&self.ends) {
+            let mut acc = 0u64;
+            for p in &self.pieces[start..end as usize] {
+                let v = values.get(p.field as usize).map_or(0, |&v| v as u64);
+                acc |= ((v & p.mask) >> p.shr) << p.shl;
+            }
+            chunk.copy_from_slice(&acc.to_be_bytes());
+            start = end as usize;
+        }
+    }
 }
 
 /// The plan for one header type's fields, in order.
@@ -79,7 +149,9 @@ impl HeaderCodec {
         let mut fields = Vec::new();
         let mut reach = 0;
         let mut bit = 0usize;
+        let mut widths_seen = Vec::new();
         for width in widths {
+            widths_seen.push(width);
             let (off, within) = (bit / 8, (bit % 8) as u32);
             let pos = if width == 0 {
                 // Reads the header's first word and keeps none of it.
@@ -106,7 +178,12 @@ impl HeaderCodec {
             })
             .collect();
         let plan = match narrow {
-            Some(n) => Plan::Narrow(n),
+            Some(n) => {
+                let widths: Vec<u32> = widths_seen;
+                let words = Words::new(&widths);
+                reach = reach.max(words.reach());
+                Plan::Narrow(n, words)
+            }
             None => Plan::General(fields),
         };
         HeaderCodec { plan, reach }
@@ -139,7 +216,7 @@ impl HeaderCodec {
             return self.extract(padded, nbytes, out);
         }
         match &self.plan {
-            Plan::Narrow(fields) => {
+            Plan::Narrow(fields, _) => {
                 for (f, o) in fields.iter().zip(out.iter_mut()) {
                     *o = f.read(data);
                 }
@@ -156,16 +233,14 @@ impl HeaderCodec {
         }
     }
 
-    /// ORs the field values into `out`, whose first `nbytes` are zero and
-    /// which has `reach()` bytes. Values are masked to their widths.
+    /// Writes the field values into `out`, whose first `nbytes` are zero
+    /// and which has `reach()` bytes. Values are masked to their widths.
+    /// Bytes past the header, up to `reach()`, may be overwritten with
+    /// zeros: deparse headers front to back.
     #[inline]
     pub fn deparse(&self, values: &[u128], out: &mut [u8]) {
         match &self.plan {
-            Plan::Narrow(fields) => {
-                for (f, &v) in fields.iter().zip(values) {
-                    f.write(out, v);
-                }
-            }
+            Plan::Narrow(_, words) => words.deparse(values, out),
             Plan::General(fields) => {
                 for (f, &v) in fields.iter().zip(values) {
                     match *f {
@@ -216,7 +291,7 @@ mod tests {
             bw.finish();
             let codec = HeaderCodec::new(widths.iter().copied());
             if widths.iter().all(|&w| w <= 57) {
-                assert!(matches!(codec.plan, Plan::Narrow(_)), "widths {widths:?}");
+                assert!(matches!(codec.plan, Plan::Narrow(..)), "widths {widths:?}");
             }
 
             // Extract, with trailing bytes that must not leak in (or none).
@@ -236,6 +311,41 @@ mod tests {
             codec.deparse(&values, &mut out);
             assert_eq!(&out[..nbytes], &bytes[..], "widths {widths:?}");
             assert!(out[nbytes..].iter().all(|&b| b == 0));
+        }
+    }
+
+    /// Headers deparsed front to back into one buffer give their bytes
+    /// back to back: a word store past a header's end (zeros) is
+    /// overwritten by the next header.
+    #[test]
+    fn headers_back_to_back() {
+        let mut rng = crate::rng::Rng::new(7);
+        for _ in 0..500 {
+            let layouts: Vec<Vec<u32>> = (0..3)
+                .map(|_| {
+                    let mut w: Vec<u32> = (0..rng.next_u64() % 6 + 1).map(|_| (rng.next_u64() % 40 + 1) as u32).collect();
+                    let total: u32 = w.iter().sum();
+                    if total % 8 != 0 {
+                        w.push(8 - total % 8);
+                    }
+                    w
+                })
+                .collect();
+            let mut expect = Vec::new();
+            let mut out = vec![0u8; 512];
+            let mut at = 0;
+            for widths in &layouts {
+                let values: Vec<u128> = widths.iter().map(|&w| rng.next_u64() as u128 & mask(w)).collect();
+                let mut bw = BitWriter::new(&mut expect);
+                for (&w, &v) in widths.iter().zip(&values) {
+                    bw.write(w, v);
+                }
+                bw.finish();
+                let codec = HeaderCodec::new(widths.iter().copied());
+                codec.deparse(&values, &mut out[at..]);
+                at += widths.iter().sum::<u32>() as usize / 8;
+            }
+            assert_eq!(&out[..at], &expect[..], "layouts {layouts:?}");
         }
     }
 

@@ -16,8 +16,10 @@ pub(crate) struct Phv {
     f: Vec<u128>,
     pub valid: Vec<bool>,
     pub next: Vec<u32>,
-    /// One bit per chunk of `1 << CHUNK_SHIFT` slots that may be non-zero.
-    dirty: Vec<u64>,
+    /// One byte per chunk of `1 << CHUNK_SHIFT` slots, non-zero when the
+    /// chunk may be non-zero: a store of a constant, where a bit per chunk
+    /// made every write a read-modify-write of the same few words.
+    dirty: Vec<u8>,
 }
 
 /// Chunks of 4 slots: 64 bytes, one cache line.
@@ -63,7 +65,7 @@ impl Phv {
             f: vec![0; p.slots.len()],
             valid: vec![false; p.headers.len()],
             next: vec![0; p.stacks.len()],
-            dirty: vec![0; chunks.div_ceil(64)],
+            dirty: vec![0; chunks],
         };
         phv.reset(p);
         phv
@@ -77,17 +79,14 @@ impl Phv {
 
     #[inline(always)]
     fn mark(&mut self, slot: usize) {
-        let c = slot >> CHUNK_SHIFT;
-        self.dirty[c >> 6] |= 1 << (c & 63);
+        self.dirty[slot >> CHUNK_SHIFT] = 1;
     }
 
     fn mark_range(&mut self, first: usize, n: usize) {
         if n == 0 {
             return;
         }
-        for c in first >> CHUNK_SHIFT..=(first + n - 1) >> CHUNK_SHIFT {
-            self.dirty[c >> 6] |= 1 << (c & 63);
-        }
+        self.dirty[first >> CHUNK_SHIFT..=(first + n - 1) >> CHUNK_SHIFT].fill(1);
     }
 
     /// Stores an already fitted value.
@@ -100,18 +99,16 @@ impl Phv {
     /// Fresh packet: every header invalid and zero, metadata valid and zero.
     pub fn reset(&mut self, p: &Program) {
         let n = self.f.len();
-        for w in 0..self.dirty.len() {
-            let mut bits = std::mem::take(&mut self.dirty[w]);
-            while bits != 0 {
-                let c = w * 64 + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                let lo = c << CHUNK_SHIFT;
-                // A whole chunk as an array: four stores inline, where a
-                // slice's fill() is a call to memset per chunk.
-                match self.f.get_mut(lo..lo + CHUNK).and_then(|s| <&mut [u128; CHUNK]>::try_from(s).ok()) {
-                    Some(ch) => *ch = [0; CHUNK],
-                    None => self.f[lo.min(n)..].fill(0),
-                }
+        for (c, d) in self.dirty.iter_mut().enumerate() {
+            if std::mem::take(d) == 0 {
+                continue;
+            }
+            let lo = c << CHUNK_SHIFT;
+            // A whole chunk as an array: four stores inline, where a
+            // slice's fill() is a call to memset per chunk.
+            match self.f.get_mut(lo..lo + CHUNK).and_then(|s| <&mut [u128; CHUNK]>::try_from(s).ok()) {
+                Some(ch) => *ch = [0; CHUNK],
+                None => self.f[lo.min(n)..].fill(0),
             }
         }
         self.valid.copy_from_slice(&p.valid_at_start);
@@ -191,7 +188,7 @@ impl Phv {
         self.valid.copy_from_slice(&src.valid);
         self.next.copy_from_slice(&src.next);
         for (d, s) in self.dirty.iter_mut().zip(&src.dirty) {
-            *d |= s;
+            *d |= *s;
         }
     }
 
@@ -204,8 +201,9 @@ impl Phv {
         self.set_valid(p, h);
     }
 
-    /// ORs header `h` into `out`: its first `nbytes` zero, and at least
-    /// `codec.reach()` long.
+    /// Writes header `h` at the start of `out`: its first `nbytes` zero,
+    /// and at least `codec.reach()` long (bytes past the header may be
+    /// zeroed, so headers go front to back).
     pub fn deparse_at(&self, p: &Program, h: usize, out: &mut [u8]) {
         let hd = &p.headers[h];
         hd.codec.deparse(&self.f[hd.first_slot..hd.first_slot + hd.nfields], out);
