@@ -179,8 +179,7 @@ impl HeaderCodec {
             .collect();
         let plan = match narrow {
             Some(n) => {
-                let widths: Vec<u32> = widths_seen;
-                let words = Words::new(&widths);
+                let words = Words::new(&widths_seen);
                 reach = reach.max(words.reach());
                 Plan::Narrow(n, words)
             }
