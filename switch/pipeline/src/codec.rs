@@ -146,12 +146,11 @@ fn load128(b: &[u8], off: usize) -> u128 {
 impl HeaderCodec {
     /// The plan for fields of these widths, laid out back to back.
     pub fn new(widths: impl IntoIterator<Item = u32>) -> HeaderCodec {
+        let widths: Vec<u32> = widths.into_iter().collect();
         let mut fields = Vec::new();
         let mut reach = 0;
         let mut bit = 0usize;
-        let mut widths_seen = Vec::new();
-        for width in widths {
-            widths_seen.push(width);
+        for &width in &widths {
             let (off, within) = (bit / 8, (bit % 8) as u32);
             let pos = if width == 0 {
                 // Reads the header's first word and keeps none of it.
@@ -179,7 +178,7 @@ impl HeaderCodec {
             .collect();
         let plan = match narrow {
             Some(n) => {
-                let words = Words::new(&widths_seen);
+                let words = Words::new(&widths);
                 reach = reach.max(words.reach());
                 Plan::Narrow(n, words)
             }

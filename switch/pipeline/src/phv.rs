@@ -16,9 +16,9 @@ pub(crate) struct Phv {
     f: Vec<u128>,
     pub valid: Vec<bool>,
     pub next: Vec<u32>,
-    /// One byte per chunk of `1 << CHUNK_SHIFT` slots, non-zero when the
-    /// chunk may be non-zero: a store of a constant, where a bit per chunk
-    /// made every write a read-modify-write of the same few words.
+    /// One flag byte per chunk of `1 << CHUNK_SHIFT` slots, set when the
+    /// chunk may hold non-zero values. Setting a byte is a plain store; a
+    /// bit per chunk made every write a read-modify-write of a shared word.
     dirty: Vec<u8>,
 }
 
