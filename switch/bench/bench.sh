@@ -11,12 +11,21 @@
 #   and the shaping accuracy of p4cc-switch (a 20 Mbit/s port under overload)
 #
 # usage: sudo [P4CC_PYTHON=/path/to/repo/.venv/bin/python] switch/bench/bench.sh
-#            [-t SECONDS] [-n ROUNDS] [-s "PAYLOAD..."] [-r PPS] [-e PPS] [--pin]
-#            [--json FILE --p4info FILE.bin] [--only a,b,c,d,e,r]
+#            [-t SECONDS] [-n ROUNDS] [-s "PAYLOAD..."] [-r PPS] [-e PPS] [--no-pin]
+#            [--json FILE --p4info FILE.bin] [--only a,b,c,d,e,r] [--udp]
 # P4CC_PYTHON: a Python with the p4runtime package (the build reads the
 # P4Runtime protobufs from it). Unset, the script takes the project's own:
 # REPO/.venv/bin/python, else that of the main checkout of a git worktree.
-# --pin: forwarder on CPU 1, sender and receiver on CPU 0 (2+ cores).
+# On 2+ cores the forwarder runs on CPU 1 and the hosts on CPU 0, so each
+# forwarder has one core to itself (--no-pin: wherever the scheduler puts
+# them; with three busy parties on two cores its placement, not the
+# forwarder, then moved the rate by up to a third from round to round).
+# bmv2 is never pinned: its threads may use both cores, as it runs best.
+# Endpoints: frames written to h1's interface with an AF_PACKET socket and
+# counted and dropped by an XDP program on h2's (raw_pkt), so the hosts'
+# network stacks, which would run on the same 2 cores, stay out of the
+# figures; --udp: UDP sockets on both hosts instead (udp_pkt), the kernel's
+# whole socket path included.
 # Defaults: 4 s runs, 3 rounds (b, c, d interleaved; the best of each is
 # reported, the machine being shared), UDP payloads of 64 and 1400 bytes,
 # the sender as fast as it goes. Needs root (network namespaces), iproute2
@@ -33,9 +42,10 @@ SECS=4
 ROUNDS=3
 SIZES="64 1400"
 PPS=0
-PIN=0
+PIN=$([ "$(nproc)" -ge 2 ] && echo 1 || echo 0)
 EPPS=40000
 ONLY=a,b,c,d,e,r
+ENDPOINTS=raw
 JSON=""
 P4INFO=""
 while [ $# -gt 0 ]; do
@@ -45,11 +55,13 @@ while [ $# -gt 0 ]; do
         -s) SIZES=$2; shift 2 ;;
         -r) PPS=$2; shift 2 ;;
         --pin) PIN=1; shift ;;
+        --no-pin) PIN=0; shift ;;
         -e) EPPS=$2; shift 2 ;;
         --json) JSON=$2; shift 2 ;;
         --p4info) P4INFO=$2; shift 2 ;;
         --only) ONLY=$2; shift 2 ;;
-        -h|--help) sed -n 2,24p "$0"; exit 0 ;;
+        --udp) ENDPOINTS=udp; shift ;;
+        -h|--help) sed -n 2,33p "$0"; exit 0 ;;
         *) echo "bench.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -126,11 +138,18 @@ setup_net() {
 RESULT=0
 OFFERED=0
 traffic() {
-    ip netns exec $H2 $HOST_CPU "$EX/udp_pkt" recv 5001 $((SECS + 2)) > /tmp/p4ccbench-recv.$$ &
-    RPID=$!
-    sleep 0.3
     local sent
-    sent=$(ip netns exec $H1 $HOST_CPU "$EX/udp_pkt" send 10.98.2.1:5001 "$SECS" "$1" "$PPS")
+    if [ "$ENDPOINTS" = raw ]; then
+        ip netns exec $H2 $HOST_CPU "$EX/raw_pkt" sink p4ccb-h2 $((SECS + 2)) > /tmp/p4ccbench-recv.$$ &
+        RPID=$!
+        sleep 0.3
+        sent=$(ip netns exec $H1 $HOST_CPU "$EX/raw_pkt" send p4ccb-h1 $MAC_H2 10.98.1.1 10.98.2.1:5001 "$SECS" "$1" "$PPS")
+    else
+        ip netns exec $H2 $HOST_CPU "$EX/udp_pkt" recv 5001 $((SECS + 2)) > /tmp/p4ccbench-recv.$$ &
+        RPID=$!
+        sleep 0.3
+        sent=$(ip netns exec $H1 $HOST_CPU "$EX/udp_pkt" send 10.98.2.1:5001 "$SECS" "$1" "$PPS")
+    fi
     wait $RPID || true
     RPID=""
     OFFERED=$(echo "$sent" | sed -n 's/.*= \([0-9]*\) pps.*/\1/p')
@@ -140,8 +159,12 @@ traffic() {
 
 FWD_CPU=""; HOST_CPU=""
 if [ "$PIN" = 1 ]; then FWD_CPU="taskset -c 1"; HOST_CPU="taskset -c 0"; fi
-start_bg() { # start_bg CMD... (in the switch namespace)
+start_bg() { # start_bg CMD... (in the switch namespace, on the forwarder's CPU)
     ip netns exec $SW $FWD_CPU "$@" &
+    PIDS+=($!)
+}
+start_bg_unpinned() { # bmv2: its threads may use every core, its best case
+    ip netns exec $SW "$@" &
     PIDS+=($!)
 }
 
@@ -161,7 +184,7 @@ run() {
     case $1 in
         c) start_bg "$EX/afpacket_fwd" p4ccb-s1 p4ccb-s2 2>/dev/null; sleep 0.5 ;;
         b) start_bg "$BIN/p4cc-switch" -i 1@p4ccb-s1 -i 2@p4ccb-s2 --log-level error; setup_p4rt ;;
-        d) start_bg "$SSG" --device-id 1 --no-p4 -i 1@p4ccb-s1 -i 2@p4ccb-s2 --log-level off -- \
+        d) start_bg_unpinned "$SSG" --device-id 1 --no-p4 -i 1@p4ccb-s1 -i 2@p4ccb-s2 --log-level off -- \
                --grpc-server-addr 127.0.0.1:9559 >/dev/null 2>&1; sleep 1; setup_p4rt ;;
     esac
     local t0
@@ -187,6 +210,8 @@ fi
 CPU_MODEL=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1)
 echo "== CPU: ${CPU_MODEL:-unknown} ($(uname -m)), kernel $(uname -r)"
 echo "== p4cc benchmarks on $(nproc) cores: ${SECS}s runs, best of $ROUNDS rounds, UDP payloads: $SIZES bytes, sender rate: $([ "$PPS" = 0 ] && echo 'as fast as it goes' || echo "$PPS pps")"
+echo "== placement: $([ "$PIN" = 1 ] && echo 'forwarder on CPU 1, hosts on CPU 0; bmv2 unpinned' || echo 'unpinned')"
+echo "== endpoints: $([ "$ENDPOINTS" = raw ] && echo 'AF_PACKET sender on h1, XDP sink on h2 (raw_pkt)' || echo 'UDP sockets on h1 and h2 (udp_pkt)')"
 if [[ $ONLY == *a* ]]; then
     echo "-- (a) pipeline alone, in process"
     if [ -n "$JSON" ]; then

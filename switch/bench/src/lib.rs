@@ -46,3 +46,5 @@ pub fn udp_frame(dst_mac: [u8; 6], src_mac: [u8; 6], src: [u8; 4], dst: [u8; 4],
     f.resize(frame_len, 0xab);
     f
 }
+
+pub mod xdp_sink;
