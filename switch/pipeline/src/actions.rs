@@ -218,7 +218,7 @@ pub(crate) fn run(x: &mut Exec, pkt: &mut Pkt, prims: &[Prim], args: &[u128]) {
                 if sz == 0 {
                     sz = 1;
                 }
-                let h = calc_output(p, &p.calcs[*calc], &pkt.phv, &pkt.payload, x.buf);
+                let h = calc_output(p, &p.calcs[*calc], &pkt.phv, pkt.payload(), x.buf);
                 let v = (h % sz).wrapping_add(b);
                 if let Some(s) = lvalue_slot(&c, dst) {
                     pkt.phv.set(p, s, v as i128);

@@ -255,7 +255,7 @@ impl Engine {
     /// Runs ingress again for a packet `egress` flagged for recirculation.
     pub fn ingress_recirculated(&mut self, q: Queued, _now_us: u64, out: &mut Vec<Queued>) {
         let mut pkt = q.pkt;
-        let frame = std::mem::take(&mut pkt.payload);
+        let frame = std::mem::take(&mut pkt.buf);
         let port = self.prog.sm.ingress_port.map_or(0, |s| pkt.phv.f()[s] as u32);
         self.ingress_common(pkt, &frame, port, out, 0);
     }
@@ -347,7 +347,8 @@ impl Engine {
                 c.phv.reset_metadata(p);
                 copy_field_list(p, &mut c.phv, &pkt.phv, fl);
                 sm_set(p, &mut c.phv, sm.instance_type, instance_type::EGRESS_CLONE as i128);
-                c.payload.extend_from_slice(&pkt.payload);
+                c.buf.extend_from_slice(&pkt.buf);
+                c.payload_at = pkt.payload_at;
                 c.pkt_len_reg = pkt.pkt_len_reg;
                 replicate(p, c, &cs.replicas, cs.truncate, requeue);
             }
@@ -371,7 +372,8 @@ impl Engine {
             copy_field_list(p, &mut r.phv, &pkt.phv, pkt.recirculate);
             sm_set(p, &mut r.phv, sm.instance_type, instance_type::RECIRC as i128);
             sm_set(p, &mut r.phv, sm.packet_length, frame.len() as i128);
-            r.payload = frame;
+            r.buf = frame;
+            r.payload_at = 0;
             enqueue(p, r, port, None, true, requeue);
             s.recycle(pkt);
             return None;
@@ -403,8 +405,9 @@ fn parse_into(p: &Program, state: &State, s: &mut Scratch, fast: Option<&FastPro
     let mut key = std::mem::take(&mut s.key);
     let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
     let (parsed, err) = parser::parse(&mut x, fast, pkt, frame, &mut key);
-    pkt.payload.clear();
-    pkt.payload.extend_from_slice(frame.get(parsed..).unwrap_or(&[]));
+    pkt.buf.clear();
+    pkt.buf.extend_from_slice(frame);
+    pkt.payload_at = parsed.min(frame.len());
     let bad = parser::verify_checksums(&mut x, pkt);
     s.key = key;
     sm_set(p, &mut pkt.phv, sm.parser_error, err as i128);
@@ -439,7 +442,7 @@ fn enqueue(p: &Program, pkt: Box<Pkt>, port: u32, trunc: Option<u32>, recirc: bo
             return;
         }
     }
-    let len = if recirc { pkt.payload.len() } else { p.header_bytes(&pkt.phv.valid) + pkt.payload.len() };
+    let len = if recirc { pkt.buf.len() } else { p.header_bytes(&pkt.phv.valid) + pkt.payload().len() };
     out.push(Queued { pkt, egress_port: port, recirc, session_truncate: trunc, len });
 }
 
@@ -451,7 +454,6 @@ fn deparse(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt) -> Vec<u8
     // stores need (codec.rs) past the last one.
     let mut frame = s.frames.pop().unwrap_or_default();
     frame.clear();
-    frame.reserve(hlen + p.deparse_slack + pkt.payload.len());
     frame.resize(hlen + p.deparse_slack, 0);
     let mut at = 0;
     for &h in &p.deparser {
@@ -460,11 +462,21 @@ fn deparse(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt) -> Vec<u8
             at += p.headers[h].nbytes;
         }
     }
-    frame.truncate(hlen);
-    let payload = match pkt.truncate {
-        Some(t) => &pkt.payload[..pkt.payload.len().min(t)],
-        None => &pkt.payload[..],
+    let payload_len = match pkt.truncate {
+        Some(t) => pkt.payload().len().min(t),
+        None => pkt.payload().len(),
     };
-    frame.extend_from_slice(payload);
+    if hlen == pkt.payload_at {
+        // The headers take the room the parsed ones had (most programs
+        // rewrite fields, not headers): write them over those and send the
+        // received buffer, rather than copying its payload behind them.
+        // The buffer deparsed into becomes the packet's for its next use.
+        pkt.buf[..hlen].copy_from_slice(&frame[..hlen]);
+        pkt.buf.truncate(hlen + payload_len);
+        std::mem::swap(&mut frame, &mut pkt.buf);
+        return frame;
+    }
+    frame.truncate(hlen);
+    frame.extend_from_slice(&pkt.buf[pkt.payload_at..pkt.payload_at + payload_len]);
     frame
 }

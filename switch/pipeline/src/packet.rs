@@ -10,9 +10,13 @@ use crate::phv::Phv;
 #[derive(Clone, Debug)]
 pub(crate) struct Pkt {
     pub phv: Phv,
-    /// Bytes after the parsed headers (for a recirculated packet: the
-    /// whole frame, to be parsed).
-    pub payload: Vec<u8>,
+    /// The frame as received, headers included; the payload (the bytes
+    /// after the parsed headers) starts at `payload_at`. For a
+    /// recirculated packet: the whole frame to be parsed, from 0. Keeping
+    /// the headers' bytes lets egress write the new headers over them and
+    /// send this buffer, instead of copying the payload behind them.
+    pub buf: Vec<u8>,
+    pub payload_at: usize,
     pub ingress_length: u32,
     /// bmv2 packet register 0: length adjusted by setValid/setInvalid.
     pub pkt_len_reg: u32,
@@ -30,7 +34,8 @@ impl Pkt {
         match pool.pop() {
             Some(mut k) => {
                 k.phv.reset(p);
-                k.payload.clear();
+                k.buf.clear();
+                k.payload_at = 0;
                 k.ingress_length = len;
                 k.pkt_len_reg = len;
                 k.truncate = None;
@@ -45,10 +50,17 @@ impl Pkt {
         }
     }
 
+    /// The bytes after the parsed headers.
+    #[inline]
+    pub fn payload(&self) -> &[u8] {
+        self.buf.get(self.payload_at..).unwrap_or(&[])
+    }
+
     fn new(p: &Program, len: u32) -> Pkt {
         Pkt {
             phv: Phv::new(p),
-            payload: Vec::new(),
+            buf: Vec::new(),
+            payload_at: 0,
             ingress_length: len,
             pkt_len_reg: len,
             truncate: None,

@@ -165,9 +165,10 @@ pub(crate) fn checksum_value(x: &mut Exec, pkt: &Pkt, c: &ChecksumDef) -> Option
             return None;
         }
     }
+    let payload = pkt.payload();
     let payload = match pkt.truncate {
-        Some(t) => &pkt.payload[..pkt.payload.len().min(t)],
-        None => &pkt.payload[..],
+        Some(t) => &payload[..payload.len().min(t)],
+        None => payload,
     };
     Some(match c.kind {
         ChecksumKind::Calc(ci) => calc_output(p, &p.calcs[ci], &pkt.phv, payload, x.buf),
