@@ -202,3 +202,36 @@ impl XdpSink {
         Ok(vals.iter().sum())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hand-assembled jumps land where their comments say: both
+    /// "goto pass" on the instruction returning XDP_PASS, the null check
+    /// on the one returning XDP_DROP, and every path ends in exit.
+    #[test]
+    fn jumps_land_on_their_targets() {
+        let prog = program(7);
+        let target = |i: usize| (i as i64 + 1 + prog[i].off as i64) as usize;
+        let is_ret = |i: usize, v: i32| prog[i].code == 0xb7 && prog[i].regs & 0x0f == 0 && prog[i].imm == v && prog[i + 1].code == 0x95;
+        assert!(is_ret(target(4), XDP_PASS), "short frame: pass");
+        assert!(is_ret(target(6), XDP_PASS), "not IPv4: pass");
+        assert!(is_ret(target(13), XDP_DROP), "no counter: still drop");
+        assert!(is_ret(17, XDP_DROP));
+        assert_eq!(prog.last().map(|i| i.code), Some(0x95));
+        // The map's descriptor rides in the ld_imm64's first half.
+        assert_eq!((prog[10].code, prog[10].regs >> 4, prog[10].imm), (0x18, BPF_PSEUDO_MAP_FD, 7));
+    }
+
+    #[test]
+    fn attr_fields_are_written_in_place() {
+        let mut attr = [0u64; 2];
+        put_u32(&mut attr, 0, 6);
+        put_u32(&mut attr, 4, 0xdead_beef);
+        put_u32(&mut attr, 8, 37);
+        assert_eq!(attr, [0xdead_beef_0000_0006, 37]);
+        put_u32(&mut attr, 0, 1);
+        assert_eq!(attr[0], 0xdead_beef_0000_0001);
+    }
+}
