@@ -150,8 +150,13 @@ traffic() {
         sleep 0.3
         sent=$(ip netns exec $H1 $HOST_CPU "$EX/udp_pkt" send 10.98.2.1:5001 "$SECS" "$1" "$PPS")
     fi
-    wait $RPID || true
+    local rc=0
+    wait $RPID || rc=$?
     RPID=""
+    if [ "$ENDPOINTS" = raw ] && [ "$rc" != 0 ]; then
+        echo "bench.sh: the XDP sink on h2 failed (above); --udp measures with UDP sockets instead" >&2
+        exit 1
+    fi
     OFFERED=$(echo "$sent" | sed -n 's/.*= \([0-9]*\) pps.*/\1/p')
     RESULT=$(sed -n 's/.*= \([0-9]*\) pps/\1/p' /tmp/p4ccbench-recv.$$)
     RESULT=${RESULT:-0}
