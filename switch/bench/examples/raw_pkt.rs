@@ -66,35 +66,8 @@ fn send(a: &[String]) {
     addr.sll_family = libc::AF_PACKET as u16;
     addr.sll_protocol = (libc::ETH_P_IP as u16).to_be();
     addr.sll_ifindex = ifindex;
-    const B: usize = 32;
-    let mut iov: Vec<libc::iovec> = (0..B).map(|_| libc::iovec { iov_base: frame.as_ptr() as *mut _, iov_len: frame.len() }).collect();
-    let mut msgs: Vec<libc::mmsghdr> = (0..B).map(|_| unsafe { std::mem::zeroed() }).collect();
-    for (m, v) in msgs.iter_mut().zip(iov.iter_mut()) {
-        m.msg_hdr.msg_iov = v;
-        m.msg_hdr.msg_iovlen = 1;
-        m.msg_hdr.msg_name = &mut addr as *mut _ as *mut libc::c_void;
-        m.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as u32;
-    }
-    let start = Instant::now();
-    let (mut sent, mut errs) = (0u64, 0u64);
-    while start.elapsed().as_secs_f64() < secs {
-        if pps > 0 {
-            // Paced in batches; sleep when ahead of schedule.
-            let due_at = Duration::from_secs_f64(sent as f64 / pps as f64);
-            let el = start.elapsed();
-            if due_at > el {
-                std::thread::sleep(due_at - el);
-            }
-        }
-        let r = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), B as u32, 0) };
-        if r > 0 {
-            sent += r as u64;
-        } else {
-            errs += 1;
-        }
-    }
-    let dt = start.elapsed().as_secs_f64();
-    println!("sent {sent} packets in {dt:.2} s = {:.0} pps ({errs} send errors)", sent as f64 / dt);
+    let len = std::mem::size_of::<libc::sockaddr_ll>() as u32;
+    p4cc_bench::blast(fd, &frame, &mut addr as *mut _ as *mut libc::c_void, len, secs, pps);
 }
 
 fn sink(iface: &str, secs: f64, driver: bool) {

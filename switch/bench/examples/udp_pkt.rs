@@ -22,35 +22,7 @@ fn send(dst: &str, secs: f64, payload: usize, pps: u64) {
     let s = UdpSocket::bind("0.0.0.0:0").unwrap();
     s.connect(dst).unwrap();
     let buf = vec![0x5au8; payload];
-    const B: usize = 32;
-    let mut iov: Vec<libc::iovec> = (0..B).map(|_| libc::iovec { iov_base: buf.as_ptr() as *mut _, iov_len: buf.len() }).collect();
-    let mut msgs: Vec<libc::mmsghdr> = (0..B).map(|_| unsafe { std::mem::zeroed() }).collect();
-    for (m, v) in msgs.iter_mut().zip(iov.iter_mut()) {
-        m.msg_hdr.msg_iov = v;
-        m.msg_hdr.msg_iovlen = 1;
-    }
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&s);
-    let start = Instant::now();
-    let mut sent: u64 = 0;
-    let mut errs: u64 = 0;
-    while start.elapsed().as_secs_f64() < secs {
-        if pps > 0 {
-            // Paced in batches; sleep when ahead of schedule.
-            let due_at = Duration::from_secs_f64(sent as f64 / pps as f64);
-            let el = start.elapsed();
-            if due_at > el {
-                std::thread::sleep(due_at - el);
-            }
-        }
-        let r = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), B as u32, 0) };
-        if r > 0 {
-            sent += r as u64;
-        } else {
-            errs += 1;
-        }
-    }
-    let dt = start.elapsed().as_secs_f64();
-    println!("sent {sent} packets in {dt:.2} s = {:.0} pps ({errs} send errors)", sent as f64 / dt);
+    p4cc_bench::blast(std::os::fd::AsRawFd::as_raw_fd(&s), &buf, std::ptr::null_mut(), 0, secs, pps);
 }
 
 fn recv(port: u16, secs: f64) {

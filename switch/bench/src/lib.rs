@@ -47,4 +47,43 @@ pub fn udp_frame(dst_mac: [u8; 6], src_mac: [u8; 6], src: [u8; 4], dst: [u8; 4],
     f
 }
 
+/// Sends `buf` on socket `fd` in sendmmsg batches of 32 for `secs` seconds,
+/// paced to `pps` (0: as fast as it goes), to `name` (a socket address of
+/// `name_len` bytes) if not null. Prints and returns the packets sent.
+pub fn blast(fd: i32, buf: &[u8], name: *mut libc::c_void, name_len: u32, secs: f64, pps: u64) -> u64 {
+    use std::time::{Duration, Instant};
+    const B: usize = 32;
+    let mut iov: Vec<libc::iovec> = (0..B).map(|_| libc::iovec { iov_base: buf.as_ptr() as *mut _, iov_len: buf.len() }).collect();
+    // SAFETY: mmsghdr is plain data; all-zero is a valid empty header.
+    let mut msgs: Vec<libc::mmsghdr> = (0..B).map(|_| unsafe { std::mem::zeroed() }).collect();
+    for (m, v) in msgs.iter_mut().zip(iov.iter_mut()) {
+        m.msg_hdr.msg_iov = v;
+        m.msg_hdr.msg_iovlen = 1;
+        m.msg_hdr.msg_name = name;
+        m.msg_hdr.msg_namelen = name_len;
+    }
+    let start = Instant::now();
+    let (mut sent, mut errs) = (0u64, 0u64);
+    while start.elapsed().as_secs_f64() < secs {
+        if pps > 0 {
+            // Paced in batches; sleep when ahead of schedule.
+            let due_at = Duration::from_secs_f64(sent as f64 / pps as f64);
+            let el = start.elapsed();
+            if due_at > el {
+                std::thread::sleep(due_at - el);
+            }
+        }
+        // SAFETY: msgs point at iov and buf (and name), alive for the call.
+        let r = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), B as u32, 0) };
+        if r > 0 {
+            sent += r as u64;
+        } else {
+            errs += 1;
+        }
+    }
+    let dt = start.elapsed().as_secs_f64();
+    println!("sent {sent} packets in {dt:.2} s = {:.0} pps ({errs} send errors)", sent as f64 / dt);
+    sent
+}
+
 pub mod xdp_sink;
