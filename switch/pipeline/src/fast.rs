@@ -44,6 +44,86 @@ pub(crate) struct FastProgram {
     pub conds: Vec<BFn>,
     pub actions: Vec<FastAction>,
     pub parser_sets: Vec<Vec<Option<PFn>>>,
+    /// Per parse state, its select packed into one comparison a case.
+    pub selects: Vec<Option<PackedSelect>>,
+}
+
+/// A parse state's select whose keys are all fields and whose cases are
+/// all values (with or without masks), packed: the key fields side by
+/// side in one u128, each case a (value, mask) over the same layout, so
+/// a case is one masked compare instead of a walk over per-field lists.
+/// Only where every case value and mask fits its field's width (else a
+/// bit could spill into the next field's place) and the widths sum to at
+/// most 128.
+pub(crate) struct PackedSelect {
+    /// (slot, shift) of each key field.
+    fields: Vec<(usize, u32)>,
+    /// (value & mask, mask, next state) in order.
+    cases: Vec<(u128, u128, Option<usize>)>,
+}
+
+impl PackedSelect {
+    fn build(p: &Program, st: &crate::ir::ParseState) -> Option<PackedSelect> {
+        use crate::ir::{TransCase, TransKey};
+        if st.key.is_empty() || st.key.len() != st.key_widths.len() {
+            return None;
+        }
+        let total: u32 = st.key_widths.iter().sum();
+        if total > 128 || st.key_widths.iter().any(|&w| w == 0) {
+            return None;
+        }
+        let mut fields = Vec::new();
+        let mut shift = total;
+        for (k, &w) in st.key.iter().zip(&st.key_widths) {
+            let TransKey::Slot(slot) = *k else { return None };
+            // The slot holds values of its own width; the key's must agree.
+            if p.slots[slot].width != w {
+                return None;
+            }
+            shift -= w;
+            fields.push((slot, shift));
+        }
+        let pack = |vals: &[u128]| -> Option<u128> {
+            let mut acc = 0u128;
+            for ((&v, &(_, sh)), &w) in vals.iter().zip(&fields).zip(&st.key_widths) {
+                if w < 128 && v >> w != 0 {
+                    return None;
+                }
+                acc |= v << sh;
+            }
+            Some(acc)
+        };
+        let all = if total >= 128 { u128::MAX } else { (1u128 << total) - 1 };
+        let mut cases = Vec::new();
+        for c in &st.cases {
+            let TransCase::Value { values, masks, next } = c else { return None };
+            if values.len() != fields.len() {
+                return None;
+            }
+            let mask = match masks {
+                Some(m) if m.len() == fields.len() => pack(m)?,
+                Some(_) => return None,
+                None => all,
+            };
+            cases.push((pack(values)? & mask, mask, *next));
+        }
+        Some(PackedSelect { fields, cases })
+    }
+
+    /// The next state for the packet's key fields in `f`.
+    #[inline(always)]
+    pub fn next(&self, f: &[u128], default: Option<usize>) -> Option<usize> {
+        let mut key = 0u128;
+        for &(slot, shift) in &self.fields {
+            key |= f[slot] << shift;
+        }
+        for &(value, mask, next) in &self.cases {
+            if key & mask == value {
+                return next;
+            }
+        }
+        default
+    }
 }
 
 impl FastProgram {
@@ -52,6 +132,7 @@ impl FastProgram {
             conds: p.conds.iter().map(|c| bool_fn(p, &c.expr)).collect(),
             actions: (0..p.action_defs.len()).map(|a| action(p, a)).collect(),
             parser_sets: p.parse_states.iter().map(|st| st.ops.iter().map(|op| parser_set(p, op)).collect()).collect(),
+            selects: p.parse_states.iter().map(|st| PackedSelect::build(p, st)).collect(),
         }
     }
 

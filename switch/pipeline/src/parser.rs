@@ -44,6 +44,10 @@ pub(crate) fn parse(
             state = st.default_next;
             continue;
         }
+        if let Some(sel) = fast.and_then(|f| f.selects[si].as_ref()) {
+            state = sel.next(pkt.phv.f(), st.default_next);
+            continue;
+        }
         key.clear();
         {
             let c = Ctx { p, phv: &pkt.phv, args: &[], state: x.state };

@@ -968,3 +968,55 @@ fn unsupported_constructs_are_rejected_by_name() {
     check(b, "union stacks");
     assert!(matches!(Program::from_json("{nope"), Err(LoadError::Json(_))));
 }
+
+/// Selects on several fields at once (one of them narrower than a byte),
+/// with and without masks, on the fast path (packed into one compare a
+/// case, fast.rs) and on the general one.
+#[test]
+fn multi_field_masked_selects_on_both_paths() {
+    let mut b = B::new();
+    reg_out(&mut b);
+    b.j["parsers"][0]["parse_states"][1] = json!(
+        {"name": "parse_ipv4", "id": 1,
+         "parser_ops": [{"op": "extract", "parameters": [{"type": "regular", "value": "ipv4"}]}],
+         "transition_key": [fld("ipv4", "ihl"), fld("ipv4", "ttl"), fld("ipv4", "protocol")],
+         "transitions": [
+            // ihl 6: never here (the frames' ihl is 5)
+            {"type": "hexstr", "value": "0x064011", "mask": null, "next_state": "parse_tags"},
+            // ihl 5, ttl 0x4?, any protocol
+            {"type": "hexstr", "value": "0x054000", "mask": "0x0ff000", "next_state": "parse_tags"},
+            // ihl 5, ttl 7, protocol 6 exactly
+            {"type": "hexstr", "value": "0x050706", "mask": null, "next_state": "parse_tags"},
+            {"type": "default", "value": null, "mask": null, "next_state": null}]});
+    // Tags after IPv4 end there (bos is not a select key any more).
+    b.j["parsers"][0]["parse_states"][2]["transition_key"] = json!([]);
+    b.j["parsers"][0]["parse_states"][2]["transitions"] =
+        json!([{"type": "default", "value": null, "mask": null, "next_state": null}]);
+    b.j["deparsers"][0]["order"] = json!(["ethernet", "ipv4", "tags[0]", "tags[1]", "tags[2]"]);
+    let a = b.action(
+        "a",
+        &[],
+        vec![out_w(0, un("b2d", un("valid", hdr("tags[0]")))), assign(fld(SM, "egress_spec"), hex(1))],
+    );
+    b.call(false, "tbl_a", a, None);
+    let (st, mut e) = setup(b.program());
+    let cases: [(u8, u8, u128); 7] = [
+        (0x05, 0x11, 0),
+        (0x40, 0x11, 1),
+        (0x4f, 0x00, 1),
+        (0x50, 0x06, 0),
+        (0x07, 0x06, 1),
+        (0x07, 0x11, 0),
+        (0x06, 0x06, 0),
+    ];
+    for fast in [true, false] {
+        e.set_fast_path(fast);
+        for (ttl, proto, tagged) in cases {
+            let mut f = eth(1, 2, 0x0800);
+            f.extend(ipv4(1, 2, ttl, proto, 0, 4));
+            f.extend([0x12, 0x34, 0x56, 0x78]);
+            run(&mut e, &f, 0, 0);
+            assert_eq!(out_r(&st, 0), tagged, "ttl {ttl:#x} protocol {proto:#x}, fast path {fast}");
+        }
+    }
+}
