@@ -178,6 +178,22 @@ setup_p4rt() {
         10.98.2.0/24=2,$MAC_H2 10.98.1.0/24=1,$MAC_H1 >/dev/null
 }
 
+# round_ratios "B1 B2 ..." "C1 C2 ..." pct|times: each round's B/C, sorted,
+# and their median. b and c run back to back in a round, so a round's
+# ratio compares like with like; the median of them is steadier than best
+# against best.
+round_ratios() {
+    echo "$1" "|" "$2" "|" "$3" | awk '{
+        n = 0; for (i = 1; $i != "|"; i++) n++
+        pct = ($(2 * n + 3) == "pct")
+        for (i = 1; i <= n; i++) r[i] = ($(n + 1 + i) > 0) ? (pct ? 100 : 1) * $i / $(n + 1 + i) : 0
+        for (i = 2; i <= n; i++) { v = r[i]; for (j = i - 1; j >= 1 && r[j] > v; j--) r[j + 1] = r[j]; r[j + 1] = v }
+        fmt = pct ? "%.0f%% " : "%.2fx "
+        out = ""; for (i = 1; i <= n; i++) out = out sprintf(fmt, r[i])
+        med = (n % 2) ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
+        printf "%s-> median " substr(fmt, 1, length(fmt) - 1), out, med }'
+}
+
 # cpu_ticks PID: user + system clock ticks of a process (all its threads).
 cpu_ticks() { awk '{print $14 + $15}' /proc/"$1"/stat 2>/dev/null || echo 0; }
 
@@ -244,7 +260,7 @@ if [[ $ONLY == *e* ]]; then
     echo "-- (e) CPU per forwarded packet at $EPPS pps, 64-byte payload"
     HZ=$(getconf CLK_TCK)
     SAVE=$PPS; PPS=$EPPS
-    declare -A CPU
+    declare -A CPU ROUND_CPU
     for r in $(seq 1 "$ROUNDS"); do
         for k in $KINDS; do
             [ "$k" = d ] && continue
@@ -252,11 +268,13 @@ if [[ $ONLY == *e* ]]; then
             us=$(awk "BEGIN{ if ($RESULT > 0) printf \"%.2f\", $TICKS / $HZ * 1e6 / ($RESULT * $SECS); else print 0 }")
             printf '   round %s  %-28s %7s pps  %5s µs CPU/packet\n' "$r" "${NAME[$k]}" "$RESULT" "$us"
             if [ -z "${CPU[$k]:-}" ] || awk "BEGIN{exit !($us < ${CPU[$k]})}"; then CPU[$k]=$us; fi
+            ROUND_CPU[$k]="${ROUND_CPU[$k]:-} $us"
         done
     done
     PPS=$SAVE
     if [ -n "${CPU[b]:-}" ] && [ -n "${CPU[c]:-}" ]; then
         echo "   best: trivial ${CPU[c]} µs, p4cc-switch ${CPU[b]} µs per packet -> capacity ratio $(awk "BEGIN{printf \"%.0f%%\", 100*${CPU[c]}/${CPU[b]}}")"
+        echo "   p4cc-switch / trivial, per round: $(round_ratios "${ROUND_CPU[b]}" "${ROUND_CPU[c]}" times)"
     fi
 fi
 
@@ -281,15 +299,7 @@ if [ -n "$KINDS" ]; then
         done
         if [ -n "${BEST[b,$s]:-}" ] && [ "${BEST[c,$s]:-0}" -gt 0 ]; then
             echo "   payload $s B: p4cc-switch / trivial forwarder = $(awk "BEGIN{printf \"%.0f%%\", 100*${BEST[b,$s]}/${BEST[c,$s]}}")"
-            # Rounds run b and c back to back, so a round's ratio compares
-            # like with like; the median of them is steadier than best/best.
-            echo "   payload $s B: per-round ratios $(echo "${ALL[b,$s]}" "|" "${ALL[c,$s]}" | awk '{
-                n = 0; for (i = 1; $i != "|"; i++) n++
-                for (i = 1; i <= n; i++) r[i] = ($(n + 1 + i) > 0) ? 100 * $i / $(n + 1 + i) : 0
-                for (i = 2; i <= n; i++) { v = r[i]; for (j = i - 1; j >= 1 && r[j] > v; j--) r[j + 1] = r[j]; r[j + 1] = v }
-                out = ""; for (i = 1; i <= n; i++) out = out sprintf("%.0f%% ", r[i])
-                med = (n % 2) ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
-                printf "%s-> median %.0f%%", out, med }')"
+            echo "   payload $s B: per-round ratios $(round_ratios "${ALL[b,$s]}" "${ALL[c,$s]}" pct)"
         fi
         if [ -n "${BEST[b,$s]:-}" ] && [ "${BEST[d,$s]:-0}" -gt 0 ]; then
             echo "   payload $s B: p4cc-switch / bmv2 = $(awk "BEGIN{printf \"%.1fx\", ${BEST[b,$s]}/${BEST[d,$s]}}")"
