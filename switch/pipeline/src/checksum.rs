@@ -195,7 +195,10 @@ pub(crate) fn calc_output(p: &Program, c: &Calc, phv: &Phv, payload: &[u8], buf:
 /// of an invalid header is skipped and shifts the ones after it.
 #[derive(Clone, Debug)]
 pub(crate) struct Csum16Plan {
-    /// Inputs up to 64 bits: (slot, mask, multiplier 2^k).
+    /// Inputs up to 16 bits: (slot, mask, multiplier 2^k). Such a value is
+    /// its own one 16-bit word: no folding of words.
+    short: Vec<(usize, u64, u64)>,
+    /// Inputs of 17 to 64 bits: (slot, mask, multiplier 2^k).
     narrow: Vec<(usize, u64, u64)>,
     /// Wider inputs: (slot, mask, multiplier).
     wide: Vec<(usize, u128, u64)>,
@@ -244,7 +247,7 @@ impl Csum16Plan {
         // The bytes are padded to a whole byte, then csum16 pads to a whole word.
         let total: u32 = spans.iter().map(|&(_, w)| w).sum();
         let len = total.div_ceil(16) * 16;
-        let mut plan = Csum16Plan { narrow: Vec::new(), wide: Vec::new(), consts: (0, false), headers };
+        let mut plan = Csum16Plan { short: Vec::new(), narrow: Vec::new(), wide: Vec::new(), consts: (0, false), headers };
         let mut end = 0u32;
         for (src, w) in spans {
             end += w;
@@ -256,6 +259,7 @@ impl Csum16Plan {
                     plan.consts.0 += words16_wide(c) * mul;
                     plan.consts.1 |= c != 0;
                 }
+                Ok(slot) if w <= 16 => plan.short.push((slot, mask as u64, mul)),
                 Ok(slot) if w <= 64 => plan.narrow.push((slot, mask as u64, mul)),
                 Ok(slot) => plan.wide.push((slot, mask, mul)),
             }
@@ -271,6 +275,11 @@ impl Csum16Plan {
     pub fn sum(&self, value: impl Fn(usize) -> u128) -> u16 {
         let (mut acc, mut any) = self.consts;
         let mut bits = 0u64;
+        for &(slot, mask, mul) in &self.short {
+            let v = value(slot) as u64 & mask;
+            bits |= v;
+            acc += v * mul;
+        }
         for &(slot, mask, mul) in &self.narrow {
             let v = value(slot) as u64 & mask;
             bits |= v;
