@@ -30,6 +30,8 @@ pub mod instance_type {
 /// The drop port of simple_switch (egress_spec value that drops).
 pub const DROP_PORT: u32 = 511;
 const MAX_RESUBMITS: u32 = 64;
+/// Table keys of up to this many fields are built on the stack.
+const SMALL_KEY: usize = 4;
 
 /// A packet between ingress and egress: its PHV and payload.
 #[derive(Clone, Debug)]
@@ -178,19 +180,29 @@ fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, fast: Option<&FastP
                     node = def.fixed_next;
                     continue;
                 }
-                s.key.clear();
-                for k in &def.keys {
-                    let mut v = match k.src {
+                let key_of = |k: &crate::ir::TableKey| {
+                    let v = match k.src {
                         KeySrc::Slot(sl) => pkt.phv.f()[sl],
                         KeySrc::Valid(h) => pkt.phv.valid[h] as u128,
                     };
-                    if let Some(m) = k.mask {
-                        v &= m;
+                    k.mask.map_or(v, |m| v & m)
+                };
+                // Most tables have a key of a field or two: an array on the
+                // stack, where pushing onto a Vec checked its capacity per
+                // field.
+                let mut small = [0u128; SMALL_KEY];
+                let key: &[u128] = if def.keys.len() <= SMALL_KEY {
+                    for (d, k) in small.iter_mut().zip(&def.keys) {
+                        *d = key_of(k);
                     }
-                    s.key.push(v);
-                }
+                    &small[..def.keys.len()]
+                } else {
+                    s.key.clear();
+                    s.key.extend(def.keys.iter().map(key_of));
+                    &s.key
+                };
                 let count = p.table_infos[t].direct_counter.map(|_| pkt.ingress_length as u64);
-                let res = s.tables[t].lookup(def, &s.key, &mut s.lpm, &mut s.args, count);
+                let res = s.tables[t].lookup(def, key, &mut s.lpm, &mut s.args, count);
                 if let Some(a) = res.action {
                     run_action(fast, &mut x, pkt, a, &s.args);
                 }
