@@ -1020,3 +1020,29 @@ fn multi_field_masked_selects_on_both_paths() {
         }
     }
 }
+
+/// A key of more fields than fit the engine's stack array (engine.rs,
+/// SMALL_KEY) is built on the heap instead, and matches the same.
+#[test]
+fn exact_key_of_five_fields() {
+    let mut b = B::new();
+    let (fwd, drop) = fwd_drop(&mut b);
+    let fields = [("exact", "ipv4", "src"), ("exact", "ipv4", "dst"), ("exact", "ipv4", "ttl"), ("exact", "ipv4", "protocol"), ("exact", "ethernet", "etype")];
+    b.table(false, "five", &fields, &[fwd, drop], (drop, vec![]), false, None, 64);
+    let (st, mut e) = setup(b.program());
+    let key = |dst: u32| {
+        vec![
+            MatchKey::Exact(0x0a00_0001u32.to_be_bytes().to_vec()),
+            MatchKey::Exact(dst.to_be_bytes().to_vec()),
+            MatchKey::Exact(vec![9]),
+            MatchKey::Exact(vec![17]),
+            MatchKey::Exact(vec![0x08, 0x00]),
+        ]
+    };
+    let fwd = ActionId(fwd as usize);
+    st.table_insert(TableId(0), TableEntry { key: key(0x0a01_0203), priority: 0, action: call(fwd, &[&[5]]) }).unwrap();
+    let port = |e: &mut Engine, ip: u32, ttl: u8| run(e, &ip_frame(ip, ttl, b"x"), 0, 0).first().map(|x| x.0);
+    assert_eq!(port(&mut e, 0x0a01_0203, 9), Some(5));
+    assert_eq!(port(&mut e, 0x0a01_0203, 8), None, "ttl is part of the key");
+    assert_eq!(port(&mut e, 0x0a01_0204, 9), None);
+}
