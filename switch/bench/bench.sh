@@ -169,8 +169,7 @@ start_bg() { # start_bg CMD... (in the switch namespace, on the forwarder's CPU)
     PIDS+=($!)
 }
 start_bg_unpinned() { # bmv2: its threads may use every core, its best case
-    ip netns exec $SW "$@" &
-    PIDS+=($!)
+    FWD_CPU="" start_bg "$@"
 }
 
 setup_p4rt() {

@@ -60,8 +60,9 @@ fn send(a: &[String]) {
         die(format!("socket(AF_PACKET): {} (are you root?)", std::io::Error::last_os_error()));
     }
     let one: libc::c_int = 1;
-    // Straight to the device, as the forwarders send (PACKET_QDISC_BYPASS).
-    unsafe { libc::setsockopt(fd, libc::SOL_PACKET, 20, &one as *const _ as *const libc::c_void, 4) };
+    // Straight to the device, as the forwarders send.
+    let size = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    unsafe { libc::setsockopt(fd, libc::SOL_PACKET, ports::socket::PACKET_QDISC_BYPASS, &one as *const _ as *const libc::c_void, size) };
     let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
     addr.sll_family = libc::AF_PACKET as u16;
     addr.sll_protocol = (libc::ETH_P_IP as u16).to_be();

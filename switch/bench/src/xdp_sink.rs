@@ -120,21 +120,14 @@ fn put_u32(attr: &mut [u64], at: usize, v: u32) {
     *word = (*word & !(0xffff_ffffu64 << shift)) | ((v as u64) << shift);
 }
 
-/// Number of possible CPUs: a per-CPU map's lookup returns one value each.
-fn possible_cpus() -> usize {
-    let s = std::fs::read_to_string("/sys/devices/system/cpu/possible").unwrap_or_default();
-    s.trim()
-        .split(',')
-        .filter_map(|r| {
-            let mut it = r.split('-').map(|x| x.parse::<usize>().ok());
-            match (it.next().flatten(), it.next().flatten()) {
-                (Some(a), Some(b)) => Some(b + 1 - a.min(b + 1)),
-                (Some(_), None) => Some(1),
-                _ => None,
-            }
-        })
-        .sum::<usize>()
-        .max(1)
+/// One more than the highest possible CPU's number: at least the number of
+/// values a per-CPU map's lookup writes (one per possible CPU), so the
+/// buffer it writes into is never too small. None if the list is unreadable.
+fn possible_cpus() -> Option<usize> {
+    let s = std::fs::read_to_string("/sys/devices/system/cpu/possible").ok()?;
+    // "0-1", "0,2-3": the last number is the highest.
+    let last = s.trim().rsplit([',', '-']).next()?;
+    last.parse::<usize>().ok().map(|n| n + 1)
 }
 
 /// The attached sink; detached when dropped.
@@ -187,7 +180,8 @@ impl XdpSink {
         let link = bpf(BPF_LINK_CREATE, &mut attr).map_err(|e| fail("attaching the XDP program (another one on the interface?)", e))?;
         // SAFETY: as above.
         let link = unsafe { OwnedFd::from_raw_fd(link) };
-        Ok(XdpSink { map, _prog: prog, _link: link, cpus: possible_cpus() })
+        let cpus = possible_cpus().ok_or_else(|| fail("reading /sys/devices/system/cpu/possible", io::ErrorKind::NotFound.into()))?;
+        Ok(XdpSink { map, _prog: prog, _link: link, cpus })
     }
 
     /// Frames counted (and dropped) so far.
@@ -222,6 +216,12 @@ mod tests {
         assert_eq!(prog.last().map(|i| i.code), Some(0x95));
         // The map's descriptor rides in the ld_imm64's first half.
         assert_eq!((prog[10].code, prog[10].regs >> 4, prog[10].imm), (0x18, BPF_PSEUDO_MAP_FD, 7));
+    }
+
+    #[test]
+    fn possible_cpus_bounds_the_list() {
+        let n = possible_cpus().expect("/sys/devices/system/cpu/possible");
+        assert!(n >= std::thread::available_parallelism().map_or(1, |p| p.get()));
     }
 
     #[test]
