@@ -14,7 +14,8 @@ use crate::parser;
 use crate::phv::Phv;
 use crate::rng::Rng;
 use crate::state::{Replica, State};
-use crate::tables::TableState;
+use crate::jit::{JitStats, Pipe, Run};
+use crate::tables::{LookupResult, TableState};
 use std::sync::Arc;
 
 /// bmv2 simple_switch instance_type values.
@@ -135,16 +136,70 @@ fn run_action(fast: Option<&FastProgram>, x: &mut Exec, pkt: &mut Pkt, a: usize,
     }
 }
 
-fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, fast: Option<&FastProgram>, pkt: &mut Pkt, start: Option<Node>) {
+/// Looks table `t` up with the packet's key: the entry's (or default)
+/// action is returned and its data left in `args`.
+pub(crate) fn apply_table(
+    p: &Program,
+    table: &TableState,
+    t: usize,
+    pkt: &Pkt,
+    key_scratch: &mut Vec<u128>,
+    lpm: &mut Vec<u128>,
+    args: &mut Vec<u128>,
+) -> LookupResult {
+    let def = &p.table_defs[t];
+    let key_of = |k: &crate::ir::TableKey| {
+        let v = match k.src {
+            KeySrc::Slot(sl) => pkt.phv.f()[sl],
+            KeySrc::Valid(h) => pkt.phv.valid[h] as u128,
+        };
+        k.mask.map_or(v, |m| v & m)
+    };
+    // Most tables have a key of a field or two: an array on the stack,
+    // where pushing onto a Vec checked its capacity per field.
+    let mut small = [0u128; SMALL_KEY];
+    let key: &[u128] = if def.keys.len() <= SMALL_KEY {
+        for (d, k) in small.iter_mut().zip(&def.keys) {
+            *d = key_of(k);
+        }
+        &small[..def.keys.len()]
+    } else {
+        key_scratch.clear();
+        key_scratch.extend(def.keys.iter().map(key_of));
+        key_scratch
+    };
+    let count = p.table_infos[t].direct_counter.map(|_| pkt.ingress_length as u64);
+    table.lookup(def, key, lpm, args, count)
+}
+
+fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, fast: Option<&FastProgram>, pkt: &mut Pkt, pipe: Pipe) {
     let gen = state.tables_gen();
     if gen != s.tables_gen {
         state.table_snapshots(&mut s.tables);
         s.tables_gen = gen;
     }
+    if let Some(f) = fast {
+        if let Some(j) = f.native().filter(|j| j.has(pipe)) {
+            let mut run = Run {
+                x: Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT },
+                fast: f,
+                tables: &s.tables,
+                key: &mut s.key,
+                lpm: &mut s.lpm,
+                args: &mut s.args,
+                pkt,
+            };
+            j.run(pipe, &mut run);
+            return;
+        }
+    }
     // One executor for the whole pass (the scratch fields it borrows are
     // not the ones the table lookups use).
     let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
-    let mut node = start;
+    let mut node = match pipe {
+        Pipe::Ingress => p.ingress_start,
+        Pipe::Egress => p.egress_start,
+    };
     let mut steps = 0u32;
     while let Some(n) = node {
         if pkt.exit {
@@ -180,29 +235,7 @@ fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, fast: Option<&FastP
                     node = def.fixed_next;
                     continue;
                 }
-                let key_of = |k: &crate::ir::TableKey| {
-                    let v = match k.src {
-                        KeySrc::Slot(sl) => pkt.phv.f()[sl],
-                        KeySrc::Valid(h) => pkt.phv.valid[h] as u128,
-                    };
-                    k.mask.map_or(v, |m| v & m)
-                };
-                // Most tables have a key of a field or two: an array on the
-                // stack, where pushing onto a Vec checked its capacity per
-                // field.
-                let mut small = [0u128; SMALL_KEY];
-                let key: &[u128] = if def.keys.len() <= SMALL_KEY {
-                    for (d, k) in small.iter_mut().zip(&def.keys) {
-                        *d = key_of(k);
-                    }
-                    &small[..def.keys.len()]
-                } else {
-                    s.key.clear();
-                    s.key.extend(def.keys.iter().map(key_of));
-                    &s.key
-                };
-                let count = p.table_infos[t].direct_counter.map(|_| pkt.ingress_length as u64);
-                let res = s.tables[t].lookup(def, key, &mut s.lpm, &mut s.args, count);
+                let res = apply_table(p, &s.tables[t], t, pkt, &mut s.key, &mut s.lpm, &mut s.args);
                 if let Some(a) = res.action {
                     run_action(fast, &mut x, pkt, a, &s.args);
                 }
@@ -221,7 +254,9 @@ impl Engine {
     /// An engine whose `random` draws come from the given seed.
     pub fn with_seed(state: Arc<State>, seed: u64) -> Engine {
         let prog = state.program().clone();
-        let fast = Some(Arc::new(FastProgram::build(&prog)));
+        // P4CC_JIT=0: the closures only (for comparing the two).
+        let native = std::env::var("P4CC_JIT").map_or(true, |v| v != "0");
+        let fast = Some(Arc::new(FastProgram::build(&prog, native)));
         Engine {
             state,
             prog,
@@ -247,7 +282,21 @@ impl Engine {
     /// or on the general interpreter. Both give the same results; the
     /// general path is there to check that (tests/fuzz.rs).
     pub fn set_fast_path(&mut self, on: bool) {
-        self.fast = on.then(|| Arc::new(FastProgram::build(&self.prog)));
+        self.fast = on.then(|| Arc::new(FastProgram::build(&self.prog, true)));
+    }
+
+    /// The fast path with (`true`, the default) or without its native
+    /// pipelines (jit/): the closures alone, as when the host has no
+    /// code generator.
+    pub fn set_native(&mut self, on: bool) {
+        self.fast = Some(Arc::new(FastProgram::build(&self.prog, on)));
+    }
+
+    /// How much of the program runs as native code; Err: why none does
+    /// (the fast path's closures run it then); None: native code is off.
+    pub fn native_code(&self) -> Option<Result<JitStats, String>> {
+        let j = self.fast.as_ref()?.jit.as_ref()?;
+        Some(j.as_ref().map(|j| j.stats).map_err(Clone::clone))
     }
 
     /// Parser, verify-checksum, ingress, then traffic-manager decisions.
@@ -278,7 +327,7 @@ impl Engine {
         let (p, state, fast, s) = (&*self.prog, &*self.state, self.fast.as_deref(), &mut self.s);
         let sm = p.sm;
         parse_into(p, state, s, fast, &mut pkt, frame);
-        run_pipeline(p, state, s, fast, &mut pkt, p.ingress_start);
+        run_pipeline(p, state, s, fast, &mut pkt, Pipe::Ingress);
         pkt.exit = false;
         if pkt.assert_failed {
             return s.recycle(pkt);
@@ -350,7 +399,7 @@ impl Engine {
         sm_set(p, &mut pkt.phv, sm.egress_spec, DROP_PORT as i128 + 1);
         sm_set(p, &mut pkt.phv, sm.packet_length, pkt.pkt_len_reg as i128);
 
-        run_pipeline(p, state, s, fast, &mut pkt, p.egress_start);
+        run_pipeline(p, state, s, fast, &mut pkt, Pipe::Egress);
 
         if let Some((session, fl)) = pkt.clone.take() {
             if let Some(cs) = state.clone_session(session as u32) {

@@ -16,6 +16,7 @@ mod error;
 mod eval;
 mod fast;
 mod ir;
+mod jit;
 mod packet;
 mod parser;
 mod phv;
@@ -29,6 +30,7 @@ pub use ir::{
     ActionCall, ActionId, ActionInfo, CounterId, CounterInfo, CounterKind, KeyInfo, MatchKey, MatchKind, ParamInfo,
     Program, RegisterId, RegisterInfo, TableEntry, TableId, TableInfo, ValueSetId, ValueSetInfo,
 };
+pub use jit::JitStats;
 pub use state::{CounterValue, Replica, State};
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ pub(crate) struct Phv {
 /// with chunks of 4 the scan of cc_switch's 35 flags cost more than the
 /// extra stores of zeroing whole 8-slot chunks (7 933 → 7 763 instructions
 /// a packet; 16 slots saved fewer than they cost in time).
-const CHUNK_SHIFT: usize = 3;
+pub(crate) const CHUNK_SHIFT: usize = 3;
 const CHUNK: usize = 1 << CHUNK_SHIFT;
 
 /// The value to store in a field of the given kind (truncate, or clamp for
@@ -78,6 +78,12 @@ impl Phv {
     #[inline(always)]
     pub fn f(&self) -> &[u128] {
         &self.f
+    }
+
+    /// Pointers to the slots, validity bits and dirty flags, for native
+    /// code (jit/) that writes them as `put` and `set_valid` would.
+    pub(crate) fn raw_parts(&mut self) -> (*mut u128, *mut bool, *mut u8) {
+        (self.f.as_mut_ptr(), self.valid.as_mut_ptr(), self.dirty.as_mut_ptr())
     }
 
     #[inline(always)]

@@ -1,9 +1,10 @@
 //! Seeded fuzzing: random and truncated frames, random control-plane
 //! writes. Nothing may panic and the port counters must add up.
 //!
-//! Every run has a twin on the general interpreter (`set_fast_path(false)`)
-//! fed the same writes and packets: the fast path must give the same
-//! frames, ports, counters and registers.
+//! Every run has twins fed the same writes and packets: one on the fast
+//! path's closures without native code (`set_native(false)`) and one on
+//! the general interpreter (`set_fast_path(false)`). The native pipelines
+//! must give the same frames, ports, counters and registers as both.
 
 mod common;
 use common::*;
@@ -113,16 +114,34 @@ fn frames(r: &mut Rng) -> Vec<u8> {
     base[..cut].to_vec()
 }
 
+/// The paths every run is made on, the first the reference: the default
+/// (native pipelines), the fast path's closures alone, and the general
+/// interpreter.
+fn twins(p: &Arc<Program>, seed: u64) -> Vec<(Arc<State>, Engine)> {
+    (0..3)
+        .map(|i| {
+            let st = Arc::new(State::new(p.clone()));
+            let mut e = Engine::with_seed(st.clone(), seed);
+            match i {
+                0 => {
+                    let code = e.native_code().expect("native code is on by default");
+                    assert!(code.is_ok_and(|s| s.pipelines > 0), "the program runs as native code");
+                }
+                1 => e.set_native(false),
+                _ => e.set_fast_path(false),
+            }
+            (st, e)
+        })
+        .collect()
+}
+
 fn fuzz(p: Program, seed: u64, rounds: usize, rx: Option<&str>, tx: Option<&str>) {
     let p = Arc::new(p);
-    let st = Arc::new(State::new(p.clone()));
-    let mut e = Engine::with_seed(st.clone(), seed);
-    let st2 = Arc::new(State::new(p.clone()));
-    let mut e2 = Engine::with_seed(st2.clone(), seed);
-    e2.set_fast_path(false);
+    let mut tw = twins(&p, seed);
+    let st = tw[0].0.clone();
     let mut r = Rng(seed | 1);
     let trunc = Some(r.below(200) as u32);
-    for s in [&st, &st2] {
+    for (s, _) in &tw {
         s.clone_session_set(100, vec![Replica { port: 9, rid: 0 }], trunc);
         s.mcast_group_set(1, vec![Replica { port: 1, rid: 1 }, Replica { port: 2, rid: 2 }]);
     }
@@ -139,7 +158,7 @@ fn fuzz(p: Program, seed: u64, rounds: usize, rx: Option<&str>, tx: Option<&str>
             let op = r.below(6);
             let (clear, reset) = (r.below(50) == 0, r.below(30) == 0);
             let mut results = Vec::new();
-            for s in [&st, &st2] {
+            for (s, _) in &tw {
                 let (key, c) = (key.clone(), c.clone());
                 results.push(match op {
                     0..=2 => s.table_insert(t, TableEntry { key, priority: prio, action: c }),
@@ -154,25 +173,31 @@ fn fuzz(p: Program, seed: u64, rounds: usize, rx: Option<&str>, tx: Option<&str>
                     s.table_reset_default(t);
                 }
             }
-            assert_eq!(results[0].is_ok(), results[1].is_ok());
-            assert_eq!(st.table_entries(t), st2.table_entries(t));
+            for (i, (s, _)) in tw.iter().enumerate().skip(1) {
+                assert_eq!(results[0].is_ok(), results[i].is_ok());
+                assert_eq!(st.table_entries(t), s.table_entries(t));
+            }
         }
         // packets
         let f = frames(&mut r);
         let port = r.below(8) as u32;
         sent_per_port[port as usize] += 1;
-        let (mut q, mut q2) = (Vec::new(), Vec::new());
-        e.ingress(&f, port, round as u64, &mut q);
-        e2.ingress(&f, port, round as u64, &mut q2);
+        let mut qs: Vec<Vec<Queued>> = vec![Vec::new(); tw.len()];
+        for ((_, e), q) in tw.iter_mut().zip(&mut qs) {
+            e.ingress(&f, port, round as u64, q);
+        }
         let mut guard = 0;
-        while let Some(pk) = (!q.is_empty()).then(|| q.remove(0)) {
-            let pk2 = q2.remove(0);
-            assert_eq!((pk.len(), pk.egress_port()), (pk2.len(), pk2.egress_port()), "seed {seed} round {round}");
+        while !qs[0].is_empty() {
+            let pks: Vec<Queued> = qs.iter_mut().map(|q| q.remove(0)).collect();
+            for (i, pk) in pks.iter().enumerate().skip(1) {
+                assert_eq!((pks[0].len(), pks[0].egress_port()), (pk.len(), pk.egress_port()), "seed {seed} round {round} path {i}");
+            }
             guard += 1;
             assert!(guard < 64);
-            if pk.is_recirculate() {
-                e.ingress_recirculated(pk, round as u64, &mut q);
-                e2.ingress_recirculated(pk2, round as u64, &mut q2);
+            if pks[0].is_recirculate() {
+                for (((_, e), q), pk) in tw.iter_mut().zip(&mut qs).zip(pks) {
+                    e.ingress_recirculated(pk, round as u64, q);
+                }
                 continue;
             }
             let qmeta = QueueMeta {
@@ -181,25 +206,31 @@ fn fuzz(p: Program, seed: u64, rounds: usize, rx: Option<&str>, tx: Option<&str>
                 deq_timedelta_us: r.next() as u32,
                 enq_timestamp_us: r.next(),
             };
-            let (mut re, mut re2) = (Vec::new(), Vec::new());
-            let out = e.egress(pk, qmeta, round as u64 + 3, &mut re);
-            assert_eq!(out, e2.egress(pk2, qmeta, round as u64 + 3, &mut re2), "seed {seed} round {round}");
-            if out.is_some() {
+            let mut outs = Vec::new();
+            for (((_, e), q), pk) in tw.iter_mut().zip(&mut qs).zip(pks) {
+                let mut re = Vec::new();
+                outs.push(e.egress(pk, qmeta, round as u64 + 3, &mut re));
+                q.extend(re);
+            }
+            for (i, out) in outs.iter().enumerate().skip(1) {
+                assert_eq!(&outs[0], out, "seed {seed} round {round} path {i}");
+            }
+            if outs[0].is_some() {
                 transmitted += 1;
             }
-            q.extend(re);
-            q2.extend(re2);
         }
-        assert!(q2.is_empty());
+        assert!(qs.iter().all(|q| q.is_empty()));
     }
-    for c in p.counters().iter().filter(|c| !c.is_direct) {
-        for i in 0..c.size {
-            assert_eq!(st.counter_read(c.id, i).unwrap(), st2.counter_read(c.id, i).unwrap(), "counter {}[{i}]", c.name);
+    for (_, (s, _)) in tw.iter().enumerate().skip(1) {
+        for c in p.counters().iter().filter(|c| !c.is_direct) {
+            for i in 0..c.size {
+                assert_eq!(st.counter_read(c.id, i).unwrap(), s.counter_read(c.id, i).unwrap(), "counter {}[{i}]", c.name);
+            }
         }
-    }
-    for reg in p.registers() {
-        for i in 0..reg.size {
-            assert_eq!(st.register_read(reg.id, i).unwrap(), st2.register_read(reg.id, i).unwrap(), "register {}[{i}]", reg.name);
+        for reg in p.registers() {
+            for i in 0..reg.size {
+                assert_eq!(st.register_read(reg.id, i).unwrap(), s.register_read(reg.id, i).unwrap(), "register {}[{i}]", reg.name);
+            }
         }
     }
     if let Some(rx) = rx {
@@ -221,6 +252,17 @@ fn fuzz_cc_switch() {
     let text = std::fs::read_to_string(path).expect("fixture");
     for seed in [1u64, 2, 3, 0xdead_beef] {
         fuzz(Program::from_json(&text).unwrap(), seed, 3000, Some("rx.port_packets"), Some("tx.port_packets"));
+    }
+}
+
+/// p4c's own output for the constructs fixture: switch and hit/miss
+/// next tables, const entries, header stacks, field lists, checksums.
+#[test]
+fn fuzz_p4c_constructs() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/constructs.json");
+    let text = std::fs::read_to_string(path).expect("fixture");
+    for seed in [7u64, 8, 9] {
+        fuzz(Program::from_json(&text).unwrap(), seed, 3000, None, None);
     }
 }
 

@@ -4,7 +4,7 @@
 use super::expr::Expr;
 use super::info::TableEntry;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Node {
     Table(usize),
     Cond(usize),

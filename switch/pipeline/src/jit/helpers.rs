@@ -1,0 +1,110 @@
+//! What native code calls back into: table lookups, and every primitive
+//! or condition the code generator leaves to the fast path's closures.
+//! Each is an `extern "C"` function taking the `Env` the native code was
+//! given; a panic in one aborts the process (it cannot unwind through
+//! generated frames), as an internal error would anyway.
+
+use super::{ArgSel, Env};
+use crate::actions::{self, Exec};
+use crate::engine::apply_table;
+use crate::eval::Ctx;
+use crate::fast::{FastAction, FastPrim, FastProgram};
+use crate::packet::Pkt;
+use crate::tables::TableState;
+use std::sync::Arc;
+
+/// Everything a helper needs besides the PHV pointers in `Env`, for one
+/// pass of one pipeline.
+pub(crate) struct Run<'a> {
+    pub x: Exec<'a>,
+    pub fast: &'a FastProgram,
+    pub tables: &'a [Arc<TableState>],
+    pub key: &'a mut Vec<u128>,
+    pub lpm: &'a mut Vec<u128>,
+    pub args: &'a mut Vec<u128>,
+    /// The packet. A raw pointer: the native code writes its PHV through
+    /// pointers taken from this one while a helper is not running.
+    pub pkt: *mut Pkt,
+}
+
+/// The run and the packet behind an `Env`.
+///
+/// # Safety
+/// `env` is the `Env` `Jit::run` built, live for the call.
+unsafe fn parts<'e>(env: *mut Env) -> (&'e mut Env, &'e mut Run<'e>, &'e mut Pkt) {
+    let env = &mut *env;
+    let run = &mut *(env.run as *mut Run);
+    let pkt = &mut *run.pkt;
+    (env, run, pkt)
+}
+
+/// The action data a primitive runs with.
+fn args<'a>(run: &'a Run, sel: u64) -> &'a [u128] {
+    if sel == ArgSel::DYNAMIC {
+        run.args
+    } else {
+        match run.fast.native() {
+            Some(j) => j.const_args(sel as usize),
+            None => &[],
+        }
+    }
+}
+
+/// Looks table `t` up with the packet's key. Returns the action (its
+/// program index; `u32::MAX` for none) in the low half and the hit flag
+/// in bit 32; the entry's action data is left in `run.args`, padded with
+/// zeros (which read as absent arguments do) to the widest action, so the
+/// native code reads any argument without a bounds check.
+pub(super) unsafe extern "C" fn table(env: *mut Env, t: u64) -> u64 {
+    let (env, run, pkt) = parts(env);
+    let res = apply_table(run.x.p, &run.tables[t as usize], t as usize, pkt, run.key, run.lpm, run.args);
+    let want = run.fast.native().map_or(0, |j| j.max_args);
+    if run.args.len() < want {
+        run.args.resize(want, 0);
+    }
+    env.args = run.args.as_ptr();
+    let a = res.action.map_or(u32::MAX, |a| a as u32);
+    a as u64 | (res.hit as u64) << 32
+}
+
+/// Primitive `i` of action `a`, on the fast path.
+pub(super) unsafe extern "C" fn prim(env: *mut Env, a: u64, i: u64, sel: u64) {
+    let (_, run, pkt) = parts(env);
+    let args: &[u128] = &*(args(run, sel) as *const [u128]);
+    let (a, i) = (a as usize, i as usize);
+    match &run.fast.actions[a] {
+        FastAction::Prims(v) => match &v[i] {
+            FastPrim::Store(s) => {
+                actions::run_store(s, pkt, args);
+            }
+            FastPrim::Closure(f) => f(&mut run.x, pkt, args),
+        },
+        FastAction::General(_) => {
+            let p = run.x.p;
+            actions::run(&mut run.x, pkt, &p.action_defs[a].prims[i..=i], args)
+        }
+    }
+}
+
+/// Action `a` whole, on the fast path (actions with jumps, and actions a
+/// table returns that its action list does not name).
+pub(super) unsafe extern "C" fn action(env: *mut Env, a: u64, sel: u64) {
+    let (_, run, pkt) = parts(env);
+    let args: &[u128] = &*(args(run, sel) as *const [u128]);
+    let fast = run.fast;
+    fast.run_action(&mut run.x, pkt, a as usize, args);
+}
+
+/// Conditional `c`, on the fast path.
+pub(super) unsafe extern "C" fn cond(env: *mut Env, c: u64) -> u8 {
+    let (_, run, pkt) = parts(env);
+    let ctx = Ctx { p: run.x.p, phv: &pkt.phv, args: &[], state: run.x.state };
+    (run.fast.conds[c as usize])(&ctx) as u8
+}
+
+/// `counter.count(idx)`, the index as the two halves of an i128.
+pub(super) unsafe extern "C" fn count(env: *mut Env, counter: u64, lo: u64, hi: u64) {
+    let (_, run, pkt) = parts(env);
+    let idx = ((hi as u128) << 64 | lo as u128) as i128;
+    run.x.state.counter_inc(counter as usize, idx, pkt.ingress_length as u64);
+}

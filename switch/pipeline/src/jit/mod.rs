@@ -1,0 +1,280 @@
+//! Native code for the control blocks. At load, each pipeline's graph of
+//! tables, conditionals and action calls is compiled with Cranelift into
+//! one function: conditions and the common primitives inline over the PHV
+//! slots, jumps where the interpreter looked up its next node, and calls
+//! back into Rust (helpers.rs) for the table lookups and for anything the
+//! code generator has no inline form for. p4c emits a keyless `tbl_*`
+//! table per group of statements, so a pipeline is mostly such small
+//! steps, and the interpreter spent more on walking between them than on
+//! the steps themselves.
+//!
+//! It changes nothing in what a program does: the inline forms follow the
+//! interpreter's semantics (lower.rs), the rest is the fast path's own
+//! code, and tests/fuzz.rs checks the three paths (native, closures,
+//! general interpreter) against one another on random programs' packets
+//! and control-plane writes. A pipeline whose graph has a cycle (never
+//! p4c's output) is left to the interpreter, which bounds its steps; so is
+//! every pipeline if the host has no Cranelift backend.
+
+mod helpers;
+mod lower;
+
+pub(crate) use helpers::Run;
+
+use crate::ir::{Expr, Node, Prim, Program};
+use cranelift_codegen::ir::types::{I64, I8};
+use cranelift_codegen::ir::{AbiParam, UserFuncName};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, Linkage, Module};
+use std::collections::HashSet;
+
+/// What a pipeline's native code is given: the packet's PHV and the
+/// run its helpers need. The offsets below are the code generator's view
+/// of this layout.
+#[repr(C)]
+pub(crate) struct Env {
+    f: *mut u128,
+    valid: *mut bool,
+    dirty: *mut u8,
+    exit: *mut bool,
+    /// The last looked-up entry's action data (set by the table helper).
+    args: *const u128,
+    run: *mut std::ffi::c_void,
+}
+const ENV_F: i32 = 0;
+const ENV_VALID: i32 = 8;
+const ENV_DIRTY: i32 = 16;
+const ENV_EXIT: i32 = 24;
+const ENV_ARGS: i32 = 32;
+
+/// How a helper finds an action's data: an index into `Jit::consts`, or
+/// the looked-up entry's.
+struct ArgSel;
+impl ArgSel {
+    const EMPTY: u64 = 0;
+    const DYNAMIC: u64 = u64::MAX;
+}
+
+/// How much of the program runs as native code (for tests and for
+/// anyone asking why a program is slow).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JitStats {
+    /// Pipelines compiled (of ingress and egress).
+    pub pipelines: usize,
+    pub native_conds: usize,
+    /// Conditions evaluated by the fast path's closures.
+    pub helper_conds: usize,
+    pub native_prims: usize,
+    /// Primitives run by the fast path's closures.
+    pub helper_prims: usize,
+    /// Actions run whole by the fast path (actions with jumps).
+    pub helper_actions: usize,
+}
+
+type PipeFn = unsafe extern "C" fn(*mut Env);
+
+/// The compiled pipelines of one program.
+pub(crate) struct Jit {
+    module: Option<JITModule>,
+    /// Ingress, egress.
+    fns: [Option<PipeFn>; 2],
+    /// Action data known at compile time, by `ArgSel` index (0: none).
+    consts: Vec<Box<[u128]>>,
+    /// Looked-up action data is padded to this many arguments.
+    max_args: usize,
+    pub stats: JitStats,
+}
+
+// The module owns the code's memory and is only read after compilation;
+// the code itself may run on any thread.
+unsafe impl Send for Jit {}
+unsafe impl Sync for Jit {}
+
+impl Drop for Jit {
+    fn drop(&mut self) {
+        if let Some(m) = self.module.take() {
+            // SAFETY: the Jit goes with its functions; nothing calls them
+            // after this.
+            unsafe { m.free_memory() };
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+pub(crate) enum Pipe {
+    Ingress = 0,
+    Egress = 1,
+}
+
+impl Jit {
+    /// Compiles the program's pipelines; Err when the host has no
+    /// backend or Cranelift rejects the code (the interpreter runs then).
+    pub fn build(p: &Program) -> Result<Jit, String> {
+        let mut fb = settings::builder();
+        for (k, v) in [("opt_level", "speed"), ("use_colocated_libcalls", "false"), ("is_pic", "false")] {
+            fb.set(k, v).map_err(|e| e.to_string())?;
+        }
+        let isa = cranelift_native::builder()
+            .map_err(|e| e.to_string())?
+            .finish(settings::Flags::new(fb))
+            .map_err(|e| e.to_string())?;
+        let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+        let mut jit = Jit { module: None, fns: [None, None], consts: vec![Box::new([])], max_args: max_args(p), stats: JitStats::default() };
+        let mut ctx = module.make_context();
+        let mut fctx = FunctionBuilderContext::new();
+        let mut ids = [None, None];
+        for (i, start) in [p.ingress_start, p.egress_start].into_iter().enumerate() {
+            if has_cycle(p, start) {
+                continue;
+            }
+            let mut sig = module.make_signature();
+            sig.params.push(AbiParam::new(I64));
+            let id = module
+                .declare_function(["ingress", "egress"][i], Linkage::Local, &sig)
+                .map_err(|e| e.to_string())?;
+            ctx.func.signature = sig;
+            ctx.func.name = UserFuncName::user(0, id.as_u32());
+            let h = {
+                let mut sig = |params: &[_], ret: Option<_>| {
+                    let mut s = module.make_signature();
+                    s.params.extend(params.iter().map(|&t| AbiParam::new(t)));
+                    s.returns.extend(ret.map(AbiParam::new));
+                    ctx.func.import_signature(s)
+                };
+                lower::Helpers {
+                    table: (helpers::table as *const () as usize, sig(&[I64, I64], Some(I64))),
+                    prim: (helpers::prim as *const () as usize, sig(&[I64, I64, I64, I64], None)),
+                    action: (helpers::action as *const () as usize, sig(&[I64, I64, I64], None)),
+                    cond: (helpers::cond as *const () as usize, sig(&[I64, I64], Some(I8))),
+                    count: (helpers::count as *const () as usize, sig(&[I64, I64, I64, I64], None)),
+                }
+            };
+            let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+            lower::Lower::pipeline(p, b, h, start, &mut jit.consts, &mut jit.stats, module.target_config());
+            module.define_function(id, &mut ctx).map_err(|e| format!("{e:?}"))?;
+            module.clear_context(&mut ctx);
+            ids[i] = Some(id);
+            jit.stats.pipelines += 1;
+        }
+        module.finalize_definitions().map_err(|e| e.to_string())?;
+        for (i, id) in ids.iter().enumerate() {
+            if let Some(id) = id {
+                let code = module.get_finalized_function(*id);
+                // SAFETY: the function was built with PipeFn's signature.
+                jit.fns[i] = Some(unsafe { std::mem::transmute::<*const u8, PipeFn>(code) });
+            }
+        }
+        jit.module = Some(module);
+        Ok(jit)
+    }
+
+    /// Whether `pipe` runs as native code.
+    #[inline(always)]
+    pub fn has(&self, pipe: Pipe) -> bool {
+        self.fns[pipe as usize].is_some()
+    }
+
+    fn const_args(&self, sel: usize) -> &[u128] {
+        self.consts.get(sel).map_or(&[], |a| a)
+    }
+
+    /// Runs pipeline `pipe` (see `has`) on `run.pkt`.
+    pub fn run(&self, pipe: Pipe, run: &mut Run) {
+        let Some(f) = self.fns[pipe as usize] else { return };
+        // SAFETY: run.pkt is the packet being processed, exclusively ours
+        // for the call; the pointers below stay valid through it (the PHV
+        // never grows).
+        unsafe {
+            let pkt = &mut *run.pkt;
+            let (fp, valid, dirty) = pkt.phv.raw_parts();
+            let mut env = Env {
+                f: fp,
+                valid,
+                dirty,
+                exit: &mut pkt.exit,
+                args: run.args.as_ptr(),
+                run: run as *mut Run as *mut std::ffi::c_void,
+            };
+            f(&mut env);
+        }
+    }
+}
+
+/// The most arguments any action reads (its parameters, and any higher
+/// index a primitive names).
+fn max_args(p: &Program) -> usize {
+    fn expr(e: &Expr, m: &mut usize) {
+        match e {
+            Expr::Local(i) => *m = (*m).max(i + 1),
+            Expr::Bin(_, a, b) => {
+                expr(a, m);
+                expr(b, m);
+            }
+            Expr::BitNeg(x) | Expr::Not(x) | Expr::D2B(x) | Expr::B2D(x) => expr(x, m),
+            Expr::Ternary(c, a, b) => {
+                expr(c, m);
+                expr(a, m);
+                expr(b, m);
+            }
+            _ => {}
+        }
+    }
+    let mut m = p.action_infos.iter().map(|a| a.params.len()).max().unwrap_or(0);
+    for a in &p.action_defs {
+        for prim in &a.prims {
+            match prim {
+                Prim::SetArg { arg, .. } => m = m.max(arg + 1),
+                Prim::Assign(_, e) | Prim::Count { idx: e, .. } => expr(e, &mut m),
+                _ => {}
+            }
+        }
+    }
+    m
+}
+
+/// Whether the control graph from `start` loops.
+fn has_cycle(p: &Program, start: Option<Node>) -> bool {
+    fn succ(p: &Program, n: Node) -> Vec<Option<Node>> {
+        match n {
+            Node::Cond(c) => vec![p.conds[c].t, p.conds[c].f],
+            Node::Call(c) => vec![p.calls[c].next],
+            Node::Table(t) => {
+                let d = &p.table_defs[t];
+                let mut v = vec![d.base_default_next, d.fixed_next];
+                match &d.next {
+                    crate::ir::NextMode::HitMiss { hit, miss } => v.extend([*hit, *miss]),
+                    crate::ir::NextMode::ByAction(m) => v.extend(m.iter().map(|(_, n)| *n)),
+                }
+                v
+            }
+        }
+    }
+    // Depth-first, iteratively: (node, children pushed?).
+    let (mut on_path, mut done) = (HashSet::new(), HashSet::new());
+    let mut stack: Vec<(Node, bool)> = start.into_iter().map(|n| (n, false)).collect();
+    while let Some((n, expanded)) = stack.pop() {
+        if expanded {
+            on_path.remove(&n);
+            done.insert(n);
+            continue;
+        }
+        if done.contains(&n) {
+            continue;
+        }
+        if !on_path.insert(n) {
+            return true;
+        }
+        stack.push((n, true));
+        for s in succ(p, n).into_iter().flatten() {
+            if on_path.contains(&s) {
+                return true;
+            }
+            if !done.contains(&s) {
+                stack.push((s, false));
+            }
+        }
+    }
+    false
+}
