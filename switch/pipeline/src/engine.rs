@@ -8,14 +8,14 @@
 use crate::actions::{self, Exec};
 use crate::eval::Ctx;
 use crate::fast::FastProgram;
-use crate::ir::{KeySrc, Node, Program};
+use crate::ir::{Node, Program};
 use crate::packet::Pkt;
 use crate::parser;
 use crate::phv::Phv;
 use crate::rng::Rng;
 use crate::state::{Replica, State};
-use crate::jit::{JitStats, Pipe, Run};
-use crate::tables::{LookupResult, TableState};
+use crate::jit::{Jit, JitStats, Pipe, Run};
+use crate::tables::TableState;
 use std::sync::Arc;
 
 /// bmv2 simple_switch instance_type values.
@@ -31,8 +31,6 @@ pub mod instance_type {
 /// The drop port of simple_switch (egress_spec value that drops).
 pub const DROP_PORT: u32 = 511;
 const MAX_RESUBMITS: u32 = 64;
-/// Table keys of up to this many fields are built on the stack.
-const SMALL_KEY: usize = 4;
 
 /// A packet between ingress and egress: its PHV and payload.
 #[derive(Clone, Debug)]
@@ -110,6 +108,10 @@ pub struct Engine {
     prog: Arc<Program>,
     /// The specialised control blocks (fast.rs); None: the general path.
     fast: Option<Arc<FastProgram>>,
+    /// The pipelines as native code (jit/), calling back into `fast` for
+    /// what they have no inline form for. None: off; Err: not built (no
+    /// code generator for this host), `fast` runs them.
+    native: Option<Result<Jit, String>>,
     s: Scratch,
 }
 
@@ -136,62 +138,34 @@ fn run_action(fast: Option<&FastProgram>, x: &mut Exec, pkt: &mut Pkt, a: usize,
     }
 }
 
-/// Looks table `t` up with the packet's key: the entry's (or default)
-/// action is returned and its data left in `args`.
-pub(crate) fn apply_table(
+#[allow(clippy::too_many_arguments)]
+fn run_pipeline(
     p: &Program,
-    table: &TableState,
-    t: usize,
-    pkt: &Pkt,
-    key_scratch: &mut Vec<u128>,
-    lpm: &mut Vec<u128>,
-    args: &mut Vec<u128>,
-) -> LookupResult {
-    let def = &p.table_defs[t];
-    let key_of = |k: &crate::ir::TableKey| {
-        let v = match k.src {
-            KeySrc::Slot(sl) => pkt.phv.f()[sl],
-            KeySrc::Valid(h) => pkt.phv.valid[h] as u128,
-        };
-        k.mask.map_or(v, |m| v & m)
-    };
-    // Most tables have a key of a field or two: an array on the stack,
-    // where pushing onto a Vec checked its capacity per field.
-    let mut small = [0u128; SMALL_KEY];
-    let key: &[u128] = if def.keys.len() <= SMALL_KEY {
-        for (d, k) in small.iter_mut().zip(&def.keys) {
-            *d = key_of(k);
-        }
-        &small[..def.keys.len()]
-    } else {
-        key_scratch.clear();
-        key_scratch.extend(def.keys.iter().map(key_of));
-        key_scratch
-    };
-    let count = p.table_infos[t].direct_counter.map(|_| pkt.ingress_length as u64);
-    table.lookup(def, key, lpm, args, count)
-}
-
-fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, fast: Option<&FastProgram>, pkt: &mut Pkt, pipe: Pipe) {
+    state: &State,
+    s: &mut Scratch,
+    fast: Option<&FastProgram>,
+    native: Option<&Jit>,
+    pkt: &mut Pkt,
+    pipe: Pipe,
+) {
     let gen = state.tables_gen();
     if gen != s.tables_gen {
         state.table_snapshots(&mut s.tables);
         s.tables_gen = gen;
     }
-    if let Some(f) = fast {
-        if let Some(j) = f.native().filter(|j| j.has(pipe)) {
-            let mut run = Run {
-                x: Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT },
-                fast: f,
-                tables: &s.tables,
-                key: &mut s.key,
-                lpm: &mut s.lpm,
-                args: &mut s.args,
-                pkt,
-            };
-            j.run(pipe, &mut run);
-            return;
-        }
+    if let (Some(f), Some(j)) = (fast, native.filter(|j| j.has(pipe))) {
+        let mut run = Run {
+            x: Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT },
+            fast: f,
+            jit: j,
+            tables: &s.tables,
+            key: &mut s.key,
+            lpm: &mut s.lpm,
+            args: &mut s.args,
+            pkt,
+        };
+        j.run(pipe, &mut run);
+        return;
     }
     // One executor for the whole pass (the scratch fields it borrows are
     // not the ones the table lookups use).
@@ -235,7 +209,7 @@ fn run_pipeline(p: &Program, state: &State, s: &mut Scratch, fast: Option<&FastP
                     node = def.fixed_next;
                     continue;
                 }
-                let res = apply_table(p, &s.tables[t], t, pkt, &mut s.key, &mut s.lpm, &mut s.args);
+                let res = s.tables[t].apply(p, t, pkt, &mut s.key, &mut s.lpm, &mut s.args);
                 if let Some(a) = res.action {
                     run_action(fast, &mut x, pkt, a, &s.args);
                 }
@@ -256,11 +230,13 @@ impl Engine {
         let prog = state.program().clone();
         // P4CC_JIT=0: the closures only (for comparing the two).
         let native = std::env::var("P4CC_JIT").map_or(true, |v| v != "0");
-        let fast = Some(Arc::new(FastProgram::build(&prog, native)));
+        let fast = Some(Arc::new(FastProgram::build(&prog)));
+        let native = native.then(|| Jit::build(&prog));
         Engine {
             state,
             prog,
             fast,
+            native,
             s: Scratch { tables: Vec::new(), tables_gen: u64::MAX, pool: Vec::new(), frames: Vec::new(), rng: Rng::new(seed), buf: Vec::new(), key: Vec::new(), lpm: Vec::new(), args: Vec::new() },
         }
     }
@@ -282,20 +258,24 @@ impl Engine {
     /// or on the general interpreter. Both give the same results; the
     /// general path is there to check that (tests/fuzz.rs).
     pub fn set_fast_path(&mut self, on: bool) {
-        self.fast = on.then(|| Arc::new(FastProgram::build(&self.prog, true)));
+        self.fast = on.then(|| Arc::new(FastProgram::build(&self.prog)));
+        self.native = on.then(|| Jit::build(&self.prog));
     }
 
     /// The fast path with (`true`, the default) or without its native
     /// pipelines (jit/): the closures alone, as when the host has no
     /// code generator.
     pub fn set_native(&mut self, on: bool) {
-        self.fast = Some(Arc::new(FastProgram::build(&self.prog, on)));
+        if self.fast.is_none() {
+            self.fast = Some(Arc::new(FastProgram::build(&self.prog)));
+        }
+        self.native = on.then(|| Jit::build(&self.prog));
     }
 
     /// How much of the program runs as native code; Err: why none does
     /// (the fast path's closures run it then); None: native code is off.
     pub fn native_code(&self) -> Option<Result<JitStats, String>> {
-        let j = self.fast.as_ref()?.jit.as_ref()?;
+        let j = self.native.as_ref()?;
         Some(j.as_ref().map(|j| j.stats).map_err(Clone::clone))
     }
 
@@ -325,9 +305,10 @@ impl Engine {
         // Fields borrowed apart, not `Arc`s cloned: two atomic operations
         // per clone were a measurable part of a packet.
         let (p, state, fast, s) = (&*self.prog, &*self.state, self.fast.as_deref(), &mut self.s);
+        let native = self.native.as_ref().and_then(|j| j.as_ref().ok());
         let sm = p.sm;
         parse_into(p, state, s, fast, &mut pkt, frame);
-        run_pipeline(p, state, s, fast, &mut pkt, Pipe::Ingress);
+        run_pipeline(p, state, s, fast, native, &mut pkt, Pipe::Ingress);
         pkt.exit = false;
         if pkt.assert_failed {
             return s.recycle(pkt);
@@ -383,6 +364,7 @@ impl Engine {
     /// recirculations are appended to `requeue`.
     pub fn egress(&mut self, q: Queued, qm: QueueMeta, now_us: u64, requeue: &mut Vec<Queued>) -> Option<Vec<u8>> {
         let (p, state, fast, s) = (&*self.prog, &*self.state, self.fast.as_deref(), &mut self.s);
+        let native = self.native.as_ref().and_then(|j| j.as_ref().ok());
         let sm = p.sm;
         let port = q.egress_port;
         let session_truncate = q.session_truncate;
@@ -399,7 +381,7 @@ impl Engine {
         sm_set(p, &mut pkt.phv, sm.egress_spec, DROP_PORT as i128 + 1);
         sm_set(p, &mut pkt.phv, sm.packet_length, pkt.pkt_len_reg as i128);
 
-        run_pipeline(p, state, s, fast, &mut pkt, Pipe::Egress);
+        run_pipeline(p, state, s, fast, native, &mut pkt, Pipe::Egress);
 
         if let Some((session, fl)) = pkt.clone.take() {
             if let Some(cs) = state.clone_session(session as u32) {

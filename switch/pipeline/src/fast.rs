@@ -13,7 +13,6 @@
 
 use crate::actions::{self, Exec};
 use crate::eval::Ctx;
-use crate::jit::Jit;
 use crate::ir::{BinOp, Expr, HdrRef, LValue, ParserOp, Prim, Program, SetSrc};
 use crate::packet::Pkt;
 use crate::phv::fit;
@@ -47,10 +46,6 @@ pub(crate) struct FastProgram {
     pub parser_sets: Vec<Vec<Option<PFn>>>,
     /// Per parse state, its select packed into one comparison a case.
     pub selects: Vec<Option<PackedSelect>>,
-    /// The pipelines as native code (jit/), calling back into the
-    /// closures above for what it has no inline form for; None: off, or
-    /// no backend for this host.
-    pub jit: Option<Result<Jit, String>>,
 }
 
 /// A parse state's select whose keys are all fields and whose cases are
@@ -132,11 +127,8 @@ impl PackedSelect {
 }
 
 impl FastProgram {
-    /// The fast path, with native pipelines if `native` (and the host
-    /// has a code generator).
-    pub fn build(p: &Program, native: bool) -> FastProgram {
+    pub fn build(p: &Program) -> FastProgram {
         FastProgram {
-            jit: if native { Some(Jit::build(p)) } else { None },
             conds: p.conds.iter().map(|c| bool_fn(p, &c.expr)).collect(),
             actions: (0..p.action_defs.len()).map(|a| action(p, a)).collect(),
             parser_sets: p.parse_states.iter().map(|st| st.ops.iter().map(|op| parser_set(p, op)).collect()).collect(),
@@ -148,12 +140,6 @@ impl FastProgram {
     #[inline(always)]
     pub fn parser_set(&self, state: usize, op: usize) -> Option<&PFn> {
         self.parser_sets[state][op].as_ref()
-    }
-
-    /// The native pipelines, if built.
-    #[inline(always)]
-    pub fn native(&self) -> Option<&Jit> {
-        self.jit.as_ref().and_then(|j| j.as_ref().ok())
     }
 
     /// Runs action `a` with `args` on `pkt`.

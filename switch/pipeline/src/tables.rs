@@ -5,10 +5,14 @@
 
 use crate::bits::{bytes_of, bytes_to_u128, mask};
 use crate::error::StateError;
-use crate::ir::{ActionCall, ActionId, KeyKind, MatchKey, Program, TableDef, TableEntry, TableInfo, TableKind};
+use crate::ir::{ActionCall, ActionId, KeyKind, KeySrc, MatchKey, Program, TableDef, TableEntry, TableInfo, TableKind};
+use crate::packet::Pkt;
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
+
+/// Table keys of up to this many fields are built on the stack.
+const SMALL_KEY: usize = 4;
 
 /// Counter cell (packets and bytes), updated with relaxed atomics.
 #[derive(Debug, Default)]
@@ -491,6 +495,42 @@ impl TableState {
         e.counter.bytes.store(bytes, Relaxed);
         e.counter.packets.store(packets, Relaxed);
         Ok(())
+    }
+
+    /// Looks this table (`t`) up with the packet's key: the entry's (or
+    /// default) action is returned and its data left in `args`.
+    pub fn apply(
+        &self,
+        p: &Program,
+        t: usize,
+        pkt: &Pkt,
+        key_scratch: &mut Vec<u128>,
+        lpm: &mut Vec<u128>,
+        args: &mut Vec<u128>,
+    ) -> LookupResult {
+        let def = &p.table_defs[t];
+        let key_of = |k: &crate::ir::TableKey| {
+            let v = match k.src {
+                KeySrc::Slot(sl) => pkt.phv.f()[sl],
+                KeySrc::Valid(h) => pkt.phv.valid[h] as u128,
+            };
+            k.mask.map_or(v, |m| v & m)
+        };
+        // Most tables have a key of a field or two: an array on the stack,
+        // where pushing onto a Vec checked its capacity per field.
+        let mut small = [0u128; SMALL_KEY];
+        let key: &[u128] = if def.keys.len() <= SMALL_KEY {
+            for (d, k) in small.iter_mut().zip(&def.keys) {
+                *d = key_of(k);
+            }
+            &small[..def.keys.len()]
+        } else {
+            key_scratch.clear();
+            key_scratch.extend(def.keys.iter().map(key_of));
+            key_scratch
+        };
+        let count = p.table_infos[t].direct_counter.map(|_| pkt.ingress_length as u64);
+        self.lookup(def, key, lpm, args, count)
     }
 
     /// Looks `key` up; copies the action arguments into `args`. On a hit,

@@ -4,9 +4,8 @@
 //! given; a panic in one aborts the process (it cannot unwind through
 //! generated frames), as an internal error would anyway.
 
-use super::{ArgSel, Env};
+use super::{ArgSel, Env, Jit};
 use crate::actions::{self, Exec};
-use crate::engine::apply_table;
 use crate::eval::Ctx;
 use crate::fast::{FastAction, FastPrim, FastProgram};
 use crate::packet::Pkt;
@@ -18,6 +17,7 @@ use std::sync::Arc;
 pub(crate) struct Run<'a> {
     pub x: Exec<'a>,
     pub fast: &'a FastProgram,
+    pub jit: &'a Jit,
     pub tables: &'a [Arc<TableState>],
     pub key: &'a mut Vec<u128>,
     pub lpm: &'a mut Vec<u128>,
@@ -43,10 +43,7 @@ fn args<'a>(run: &'a Run, sel: u64) -> &'a [u128] {
     if sel == ArgSel::DYNAMIC {
         run.args
     } else {
-        match run.fast.native() {
-            Some(j) => j.const_args(sel as usize),
-            None => &[],
-        }
+        run.jit.const_args(sel as usize)
     }
 }
 
@@ -57,8 +54,8 @@ fn args<'a>(run: &'a Run, sel: u64) -> &'a [u128] {
 /// native code reads any argument without a bounds check.
 pub(super) unsafe extern "C" fn table(env: *mut Env, t: u64) -> u64 {
     let (env, run, pkt) = parts(env);
-    let res = apply_table(run.x.p, &run.tables[t as usize], t as usize, pkt, run.key, run.lpm, run.args);
-    let want = run.fast.native().map_or(0, |j| j.max_args);
+    let res = run.tables[t as usize].apply(run.x.p, t as usize, pkt, run.key, run.lpm, run.args);
+    let want = run.jit.max_args;
     if run.args.len() < want {
         run.args.resize(want, 0);
     }
