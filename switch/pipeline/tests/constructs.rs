@@ -1046,3 +1046,50 @@ fn exact_key_of_five_fields() {
     assert_eq!(port(&mut e, 0x0a01_0203, 8), None, "ttl is part of the key");
     assert_eq!(port(&mut e, 0x0a01_0204, 9), None);
 }
+
+/// A control graph that loops (p4c never emits one) is not compiled to
+/// native code: it stays with the interpreter, which stops after its step
+/// bound, so the packet still comes out.
+#[test]
+fn looping_control_graph_stays_interpreted() {
+    let mut b = B::new();
+    let fwd = b.action("fwd1", &[], vec![assign(fld(SM, "egress_spec"), hex(1))]);
+    b.cond(false, "again", json!({"type": "bool", "value": true}), Some("tbl_fwd"), None);
+    b.call(false, "tbl_fwd", fwd, Some("again"));
+    b.init(false, "tbl_fwd");
+    let (_, mut e) = setup(b.program());
+    let code = e.native_code().expect("on by default").expect("a backend for this host");
+    assert_eq!(code.pipelines, 1, "egress compiled, the looping ingress not: {code:?}");
+    let mut f = eth(1, 2, 0x0800);
+    f.extend(ipv4(1, 2, 64, 17, 0, 0));
+    assert_eq!(run(&mut e, &f, 0, 0).len(), 1);
+}
+
+/// `exit` inside an action ends the pipeline after that action (the
+/// action's own later primitives still run, as bmv2's do), on all three
+/// paths.
+#[test]
+fn exit_ends_the_pipeline_after_its_action() {
+    let mut b = B::new();
+    reg_out(&mut b);
+    let a = b.action("a", &[], vec![out_w(0, hex(1)), prim("exit", vec![]), out_w(1, hex(2)), assign(fld(SM, "egress_spec"), hex(1))]);
+    let after = b.action("after", &[], vec![out_w(2, hex(3))]);
+    b.call(false, "tbl_a", a, Some("tbl_after"));
+    b.call(false, "tbl_after", after, None);
+    b.init(false, "tbl_a");
+    let (st, mut e) = setup(b.program());
+    let mut f = eth(1, 2, 0x0800);
+    f.extend(ipv4(1, 2, 64, 17, 0, 0));
+    for path in ["native", "closures", "interpreter"] {
+        match path {
+            "native" => e.set_native(true),
+            "closures" => e.set_native(false),
+            _ => e.set_fast_path(false),
+        }
+        for i in 0..3 {
+            st.register_write(st.program().register_by_name("out").unwrap(), i, &[0; 16]).unwrap();
+        }
+        assert_eq!(run(&mut e, &f, 0, 0).len(), 1, "{path}");
+        assert_eq!((out_r(&st, 0), out_r(&st, 1), out_r(&st, 2)), (1, 2, 0), "{path}");
+    }
+}

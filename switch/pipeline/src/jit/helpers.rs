@@ -49,17 +49,21 @@ fn args<'a>(run: &'a Run, sel: u64) -> &'a [u128] {
 
 /// Looks table `t` up with the packet's key. Returns the action (its
 /// program index; `u32::MAX` for none) in the low half and the hit flag
-/// in bit 32; the entry's action data is left in `run.args`, padded with
-/// zeros (which read as absent arguments do) to the widest action, so the
-/// native code reads any argument without a bounds check.
+/// in bit 32; the entry's action data is left in `run.args` and shown to
+/// the native code through `Env::args`/`nargs`.
 pub(super) unsafe extern "C" fn table(env: *mut Env, t: u64) -> u64 {
     let (env, run, pkt) = parts(env);
     let res = run.tables[t as usize].apply(run.x.p, t as usize, pkt, run.key, run.lpm, run.args);
     let want = run.jit.max_args;
-    if run.args.len() < want {
+    if run.args.capacity() < want {
+        // Once: room for the widest action, initialised, so the native
+        // code may read any argument index and keep it only below nargs.
+        let n = run.args.len();
         run.args.resize(want, 0);
+        run.args.truncate(n);
     }
     env.args = run.args.as_ptr();
+    env.nargs = run.args.len() as u64;
     let a = res.action.map_or(u32::MAX, |a| a as u32);
     a as u64 | (res.hit as u64) << 32
 }

@@ -10,7 +10,7 @@
 //! that narrow — which are carried in one 64-bit register: on those
 //! values i64 arithmetic and unsigned compares give the i128 results.
 
-use super::{ArgSel, JitStats, ENV_ARGS, ENV_DIRTY, ENV_EXIT, ENV_F, ENV_VALID};
+use super::{ArgSel, JitStats, ENV_ARGS, ENV_DIRTY, ENV_EXIT, ENV_F, ENV_NARGS, ENV_VALID};
 use crate::ir::{BinOp, Expr, HdrRef, LValue, NextMode, Node, Prim, Program};
 use crate::phv::{fit, CHUNK_SHIFT};
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -39,12 +39,12 @@ enum V {
 
 /// The action data of an action being lowered: known at compile time
 /// (direct calls and keyless tables with a const default; `sel` names
-/// them for the helpers), or the looked-up entry's (`Dyn`, read from
-/// `Env::args`).
+/// them for the helpers), or the looked-up entry's (`Dyn`: `Env::args`
+/// and `Env::nargs`).
 #[derive(Clone, Copy)]
 enum Args<'a> {
     Const(&'a [u128], u64),
-    Dyn(Value),
+    Dyn(Value, Value),
 }
 
 pub(super) struct Lower<'a, 'f> {
@@ -190,6 +190,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         let act = self.b.ins().band_imm_u(r, u32::MAX as i64);
         let hit = self.b.ins().ushr_imm_u(r, 32);
         let dyn_args = self.b.ins().load(I64, flags(), env, ENV_ARGS);
+        let dyn_n = self.b.ins().load(I64, flags(), env, ENV_NARGS);
         let mut cands: Vec<usize> = p.table_infos[t].action_ids.iter().map(|a| a.0).collect();
         if let NextMode::ByAction(m) = &def.next {
             cands.extend(m.iter().map(|(a, _)| *a));
@@ -212,7 +213,7 @@ impl<'a, 'f> Lower<'a, 'f> {
 
         for (a, body) in bodies {
             self.b.switch_to_block(body);
-            let may_exit = self.action(a, Args::Dyn(dyn_args));
+            let may_exit = self.action(a, Args::Dyn(dyn_args, dyn_n));
             let next = match &def.next {
                 NextMode::HitMiss { .. } => None,
                 NextMode::ByAction(m) => Some(m.iter().find(|(x, _)| *x == a).and_then(|(_, n)| *n)),
@@ -256,7 +257,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     fn sel(args: Args) -> u64 {
         match args {
             Args::Const(_, s) => s,
-            Args::Dyn(_) => ArgSel::DYNAMIC,
+            Args::Dyn(..) => ArgSel::DYNAMIC,
         }
     }
 
@@ -416,14 +417,23 @@ impl<'a, 'f> Lower<'a, 'f> {
     fn arg(&mut self, i: usize, args: Args, mask: u128) -> V {
         match args {
             Args::Const(a, _) => self.konst(a.get(i).copied().unwrap_or(0) & mask),
-            Args::Dyn(ptr) => {
+            Args::Dyn(ptr, n) => {
+                // The buffer has room for any index (Env::args); what lies
+                // past the entry's own arguments is replaced by 0.
                 let off = (i * 16) as i32;
+                let present = self.b.ins().icmp_imm_u(IntCC::UnsignedGreaterThan, n, i as i64);
                 if mask >> 64 == 0 {
                     let x = self.b.ins().load(I64, flags(), ptr, off);
-                    self.and_const(V::N(x), mask)
+                    let V::N(x) = self.and_const(V::N(x), mask) else { unreachable!("a narrow mask keeps a narrow value") };
+                    let zero = self.b.ins().iconst(I64, 0);
+                    V::N(self.b.ins().select(present, x, zero))
                 } else {
                     let x = self.b.ins().load(I128, flags(), ptr, off);
-                    self.and_const(V::W(x), mask)
+                    let x = self.and_const(V::W(x), mask);
+                    let x = self.wide(x);
+                    let zero = self.b.ins().iconst(I64, 0);
+                    let zero = self.b.ins().uextend(I128, zero);
+                    V::W(self.b.ins().select(present, x, zero))
                 }
             }
         }

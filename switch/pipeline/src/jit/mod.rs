@@ -39,8 +39,11 @@ pub(crate) struct Env {
     valid: *mut bool,
     dirty: *mut u8,
     exit: *mut bool,
-    /// The last looked-up entry's action data (set by the table helper).
+    /// The last looked-up entry's action data and its length (set by the
+    /// table helper). The buffer holds at least `Jit::max_args` values,
+    /// initialised; those past `nargs` read as absent arguments (0).
     args: *const u128,
+    nargs: u64,
     run: *mut std::ffi::c_void,
 }
 const ENV_F: i32 = 0;
@@ -48,6 +51,7 @@ const ENV_VALID: i32 = 8;
 const ENV_DIRTY: i32 = 16;
 const ENV_EXIT: i32 = 24;
 const ENV_ARGS: i32 = 32;
+const ENV_NARGS: i32 = 40;
 
 /// How a helper finds an action's data: an index into `Jit::consts`, or
 /// the looked-up entry's.
@@ -82,7 +86,8 @@ pub(crate) struct Jit {
     fns: [Option<PipeFn>; 2],
     /// Action data known at compile time, by `ArgSel` index (0: none).
     consts: Vec<Box<[u128]>>,
-    /// Looked-up action data is padded to this many arguments.
+    /// The most arguments an action reads: the looked-up action data's
+    /// buffer holds that many values.
     max_args: usize,
     pub stats: JitStats,
 }
@@ -195,6 +200,7 @@ impl Jit {
                 dirty,
                 exit: &mut pkt.exit,
                 args: run.args.as_ptr(),
+                nargs: 0,
                 run: run as *mut Run as *mut std::ffi::c_void,
             };
             f(&mut env);
