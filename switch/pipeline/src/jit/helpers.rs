@@ -9,7 +9,7 @@ use crate::actions::{self, Exec};
 use crate::eval::Ctx;
 use crate::fast::{FastAction, FastPrim, FastProgram};
 use crate::packet::Pkt;
-use crate::tables::TableState;
+use crate::tables::{LookupResult, TableState};
 use std::sync::Arc;
 
 /// Everything a helper needs besides the PHV pointers in `Env`, for one
@@ -54,6 +54,21 @@ fn args<'a>(run: &'a Run, sel: u64) -> &'a [u128] {
 pub(super) unsafe extern "C" fn table(env: *mut Env, t: u64) -> u64 {
     let (env, run, pkt) = parts(env);
     let res = run.tables[t as usize].apply(run.x.p, t as usize, pkt, run.key, run.lpm, run.args);
+    found(env, run, res)
+}
+
+/// `table` for a key of at most one field, which the native code has
+/// read: `nkeys` (0 or 1) fields, the field's value as two halves.
+pub(super) unsafe extern "C" fn table_key(env: *mut Env, t: u64, nkeys: u64, lo: u64, hi: u64) -> u64 {
+    let (env, run, pkt) = parts(env);
+    let (p, t) = (run.x.p, t as usize);
+    let key = [(hi as u128) << 64 | lo as u128];
+    let count = p.table_infos[t].direct_counter.map(|_| pkt.ingress_length as u64);
+    let res = run.tables[t].lookup(&p.table_defs[t], &key[..nkeys as usize], run.lpm, run.args, count);
+    found(env, run, res)
+}
+
+fn found(env: &mut Env, run: &mut Run, res: LookupResult) -> u64 {
     let want = run.jit.max_args;
     if run.args.capacity() < want {
         // Once: room for the widest action, initialised, so the native

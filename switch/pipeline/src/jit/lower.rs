@@ -11,7 +11,7 @@
 //! values i64 arithmetic and unsigned compares give the i128 results.
 
 use super::{ArgSel, JitStats, ENV_ARGS, ENV_DIRTY, ENV_EXIT, ENV_F, ENV_NARGS, ENV_VALID};
-use crate::ir::{BinOp, Expr, HdrRef, LValue, NextMode, Node, Prim, Program};
+use crate::ir::{BinOp, Expr, HdrRef, KeySrc, LValue, NextMode, Node, Prim, Program};
 use crate::phv::{fit, CHUNK_SHIFT};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::isa::TargetFrontendConfig;
@@ -23,6 +23,7 @@ use std::collections::HashMap;
 /// Addresses and signatures of the helpers.
 pub(super) struct Helpers {
     pub table: (usize, SigRef),
+    pub table_key: (usize, SigRef),
     pub prim: (usize, SigRef),
     pub action: (usize, SigRef),
     pub cond: (usize, SigRef),
@@ -186,7 +187,31 @@ impl<'a, 'f> Lower<'a, 'f> {
         let def = &p.table_defs[t];
         let env = self.env;
         let tv = self.b.ins().iconst(I64, t as i64);
-        let r = self.call(self.h.table, &[env, tv]).expect("table returns a value");
+        let r = if def.keys.len() <= 1 {
+            // The key read here: the helper goes straight to the lookup.
+            let (lo, hi) = match def.keys.first() {
+                Some(k) => {
+                    let v = match k.src {
+                        KeySrc::Slot(s) => self.raw_field(s),
+                        KeySrc::Valid(h) => {
+                            let b = self.valid_bit(h);
+                            self.bool_to_data(b)
+                        }
+                    };
+                    let v = self.and_const(v, k.mask.unwrap_or(u128::MAX));
+                    self.halves(v)
+                }
+                None => {
+                    let z = self.b.ins().iconst(I64, 0);
+                    (z, z)
+                }
+            };
+            let n = self.b.ins().iconst(I64, def.keys.len() as i64);
+            self.call(self.h.table_key, &[env, tv, n, lo, hi])
+        } else {
+            self.call(self.h.table, &[env, tv])
+        };
+        let r = r.expect("table returns a value");
         let act = self.b.ins().band_imm_u(r, u32::MAX as i64);
         let hit = self.b.ins().ushr_imm_u(r, 32);
         let dyn_args = self.b.ins().load(I64, flags(), env, ENV_ARGS);

@@ -150,6 +150,7 @@ impl Jit {
                 };
                 lower::Helpers {
                     table: (helpers::table as *const () as usize, sig(&[I64, I64], Some(I64))),
+                    table_key: (helpers::table_key as *const () as usize, sig(&[I64, I64, I64, I64, I64], Some(I64))),
                     prim: (helpers::prim as *const () as usize, sig(&[I64, I64, I64, I64], None)),
                     action: (helpers::action as *const () as usize, sig(&[I64, I64, I64], None)),
                     cond: (helpers::cond as *const () as usize, sig(&[I64, I64], Some(I8))),
