@@ -231,7 +231,7 @@ impl Engine {
         // P4CC_JIT=0: the closures only (for comparing the two).
         let native = std::env::var("P4CC_JIT").map_or(true, |v| v != "0");
         let fast = Some(Arc::new(FastProgram::build(&prog)));
-        let native = native.then(|| Jit::build(&prog));
+        let native = native.then(|| Jit::build(&prog, DROP_PORT));
         Engine {
             state,
             prog,
@@ -259,7 +259,7 @@ impl Engine {
     /// general path is there to check that (tests/fuzz.rs).
     pub fn set_fast_path(&mut self, on: bool) {
         self.fast = on.then(|| Arc::new(FastProgram::build(&self.prog)));
-        self.native = on.then(|| Jit::build(&self.prog));
+        self.native = on.then(|| Jit::build(&self.prog, DROP_PORT));
     }
 
     /// The fast path with (`true`, the default) or without its native
@@ -269,7 +269,7 @@ impl Engine {
         if self.fast.is_none() {
             self.fast = Some(Arc::new(FastProgram::build(&self.prog)));
         }
-        self.native = on.then(|| Jit::build(&self.prog));
+        self.native = on.then(|| Jit::build(&self.prog, DROP_PORT));
     }
 
     /// How much of the program runs as native code; Err: why none does

@@ -10,7 +10,7 @@
 //! that narrow — which are carried in one 64-bit register: on those
 //! values i64 arithmetic and unsigned compares give the i128 results.
 
-use super::{ArgSel, JitStats, ENV_ARGS, ENV_DIRTY, ENV_EXIT, ENV_F, ENV_NARGS, ENV_VALID};
+use super::{ArgSel, Jit, ENV_ARGS, ENV_DIRTY, ENV_EXIT, ENV_F, ENV_NARGS, ENV_VALID};
 use crate::ir::{BinOp, Expr, HdrRef, KeySrc, LValue, NextMode, Node, Prim, Program};
 use crate::phv::{fit, CHUNK_SHIFT};
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -52,6 +52,7 @@ pub(super) struct Lower<'a, 'f> {
     p: &'a Program,
     b: FunctionBuilder<'f>,
     h: Helpers,
+    drop_port: u32,
     env: Value,
     f: Value,
     valid: Value,
@@ -60,8 +61,8 @@ pub(super) struct Lower<'a, 'f> {
     blocks: HashMap<Node, Block>,
     todo: Vec<Node>,
     ret: Block,
-    consts: &'a mut Vec<Box<[u128]>>,
-    stats: &'a mut JitStats,
+    /// Where the action data known at compile time and the counts go.
+    jit: &'a mut Jit,
 }
 
 fn flags() -> MemFlagsData {
@@ -78,8 +79,8 @@ impl<'a, 'f> Lower<'a, 'f> {
         mut b: FunctionBuilder<'f>,
         h: Helpers,
         start: Option<Node>,
-        consts: &'a mut Vec<Box<[u128]>>,
-        stats: &'a mut JitStats,
+        drop_port: u32,
+        jit: &'a mut Jit,
         target: TargetFrontendConfig,
     ) {
         let entry = b.create_block();
@@ -91,7 +92,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         let dirty = b.ins().load(I64, flags(), env, ENV_DIRTY);
         let exit = b.ins().load(I64, flags(), env, ENV_EXIT);
         let ret = b.create_block();
-        let mut l = Lower { p, b, h, env, f, valid, dirty, exit, blocks: HashMap::new(), todo: Vec::new(), ret, consts, stats };
+        let mut l = Lower { p, b, h, drop_port, env, f, valid, dirty, exit, blocks: HashMap::new(), todo: Vec::new(), ret, jit };
         // The interpreter checks `exit` before every node, the first too.
         let first = l.node_block(start);
         l.exit_check(first);
@@ -146,11 +147,11 @@ impl<'a, 'f> Lower<'a, 'f> {
                 let cond = &p.conds[c];
                 let v = match self.cond(&cond.expr, Args::Const(&[], ArgSel::EMPTY)) {
                     Some(v) => {
-                        self.stats.native_conds += 1;
+                        self.jit.stats.native_conds += 1;
                         v
                     }
                     None => {
-                        self.stats.helper_conds += 1;
+                        self.jit.stats.helper_conds += 1;
                         let c = self.b.ins().iconst(I64, c as i64);
                         let env = self.env;
                         self.call(self.h.cond, &[env, c]).expect("cond returns a value")
@@ -168,8 +169,8 @@ impl<'a, 'f> Lower<'a, 'f> {
             Node::Table(t) => {
                 let def = &p.table_defs[t];
                 if let Some((a, args)) = &def.fixed {
-                    let sel = self.consts.len() as u64;
-                    self.consts.push(args.clone().into_boxed_slice());
+                    let sel = self.jit.consts.len() as u64;
+                    self.jit.consts.push(args.clone().into_boxed_slice());
                     let may_exit = self.action(*a, Args::Const(args, sel));
                     let next = self.node_block(def.fixed_next);
                     self.after_action(may_exit, next);
@@ -292,7 +293,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         let env = self.env;
         let sel = Self::sel(args);
         if prims.iter().any(|x| matches!(x, Prim::Jump(_) | Prim::JumpIfZero(..))) {
-            self.stats.helper_actions += 1;
+            self.jit.stats.helper_actions += 1;
             let (av, sv) = (self.b.ins().iconst(I64, a as i64), self.b.ins().iconst(I64, sel as i64));
             self.call(self.h.action, &[env, av, sv]);
             return true;
@@ -301,9 +302,9 @@ impl<'a, 'f> Lower<'a, 'f> {
         for (i, prim) in prims.iter().enumerate() {
             may_exit |= matches!(prim, Prim::Exit);
             if self.prim(prim, args) {
-                self.stats.native_prims += 1;
+                self.jit.stats.native_prims += 1;
             } else {
-                self.stats.helper_prims += 1;
+                self.jit.stats.helper_prims += 1;
                 let av = self.b.ins().iconst(I64, a as i64);
                 let iv = self.b.ins().iconst(I64, i as i64);
                 let sv = self.b.ins().iconst(I64, sel as i64);
@@ -344,7 +345,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             }
             Prim::MarkToDrop { egress_spec, mcast_grp } => {
                 // `Phv::set` of constants: fitted here, once.
-                let stores = [(*egress_spec, 511i128), (*mcast_grp, 0)];
+                let stores = [(*egress_spec, self.drop_port as i128), (*mcast_grp, 0)];
                 if stores.iter().any(|(s, _)| s.is_some_and(|s| p.slots[s].saturating)) {
                     return false;
                 }

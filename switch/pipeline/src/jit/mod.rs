@@ -114,9 +114,10 @@ pub(crate) enum Pipe {
 }
 
 impl Jit {
-    /// Compiles the program's pipelines; Err when the host has no
-    /// backend or Cranelift rejects the code (the interpreter runs then).
-    pub fn build(p: &Program) -> Result<Jit, String> {
+    /// Compiles the program's pipelines (`drop_port`: what
+    /// `mark_to_drop` writes to `egress_spec`); Err when the host has no
+    /// backend or Cranelift rejects the code (the closures run then).
+    pub fn build(p: &Program, drop_port: u32) -> Result<Jit, String> {
         let mut fb = settings::builder();
         for (k, v) in [("opt_level", "speed"), ("use_colocated_libcalls", "false"), ("is_pic", "false")] {
             fb.set(k, v).map_err(|e| e.to_string())?;
@@ -158,7 +159,7 @@ impl Jit {
                 }
             };
             let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-            lower::Lower::pipeline(p, b, h, start, &mut jit.consts, &mut jit.stats, module.target_config());
+            lower::Lower::pipeline(p, b, h, start, drop_port, &mut jit, module.target_config());
             module.define_function(id, &mut ctx).map_err(|e| format!("{e:?}"))?;
             module.clear_context(&mut ctx);
             ids[i] = Some(id);
