@@ -444,8 +444,10 @@ impl<'a, 'f> Lower<'a, 'f> {
         match args {
             Args::Const(a, _) => self.konst(a.get(i).copied().unwrap_or(0) & mask),
             Args::Dyn(ptr, n) => {
-                // The buffer has room for any index (Env::args); what lies
-                // past the entry's own arguments is replaced by 0.
+                // The buffer has room for this index (Env::args, and
+                // max_args, raised here); what lies past the entry's own
+                // arguments is replaced by 0.
+                self.jit.max_args = self.jit.max_args.max(i + 1);
                 let off = (i * 16) as i32;
                 let present = self.b.ins().icmp_imm_u(IntCC::UnsignedGreaterThan, n, i as i64);
                 if mask >> 64 == 0 {

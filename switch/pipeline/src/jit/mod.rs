@@ -21,7 +21,7 @@ mod lower;
 
 pub(crate) use helpers::Run;
 
-use crate::ir::{Expr, Node, Prim, Program};
+use crate::ir::{Node, Program};
 use cranelift_codegen::ir::types::{I64, I8};
 use cranelift_codegen::ir::{AbiParam, UserFuncName};
 use cranelift_codegen::settings::{self, Configurable};
@@ -86,8 +86,9 @@ pub(crate) struct Jit {
     fns: [Option<PipeFn>; 2],
     /// Action data known at compile time, by `ArgSel` index (0: none).
     consts: Vec<Box<[u128]>>,
-    /// The most arguments an action reads: the looked-up action data's
-    /// buffer holds that many values.
+    /// One past the highest argument index the code reads from looked-up
+    /// action data (recorded as it is generated): the data's buffer holds
+    /// that many values.
     max_args: usize,
     pub stats: JitStats,
 }
@@ -127,7 +128,7 @@ impl Jit {
             .finish(settings::Flags::new(fb))
             .map_err(|e| e.to_string())?;
         let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
-        let mut jit = Jit { module: None, fns: [None, None], consts: vec![Box::new([])], max_args: max_args(p), stats: JitStats::default() };
+        let mut jit = Jit { module: None, fns: [None, None], consts: vec![Box::new([])], max_args: 0, stats: JitStats::default() };
         let mut ctx = module.make_context();
         let mut fctx = FunctionBuilderContext::new();
         let mut ids = [None, None];
@@ -208,38 +209,6 @@ impl Jit {
             f(&mut env);
         }
     }
-}
-
-/// The most arguments any action reads (its parameters, and any higher
-/// index a primitive names).
-fn max_args(p: &Program) -> usize {
-    fn expr(e: &Expr, m: &mut usize) {
-        match e {
-            Expr::Local(i) => *m = (*m).max(i + 1),
-            Expr::Bin(_, a, b) => {
-                expr(a, m);
-                expr(b, m);
-            }
-            Expr::BitNeg(x) | Expr::Not(x) | Expr::D2B(x) | Expr::B2D(x) => expr(x, m),
-            Expr::Ternary(c, a, b) => {
-                expr(c, m);
-                expr(a, m);
-                expr(b, m);
-            }
-            _ => {}
-        }
-    }
-    let mut m = p.action_infos.iter().map(|a| a.params.len()).max().unwrap_or(0);
-    for a in &p.action_defs {
-        for prim in &a.prims {
-            match prim {
-                Prim::SetArg { arg, .. } => m = m.max(arg + 1),
-                Prim::Assign(_, e) | Prim::Count { idx: e, .. } => expr(e, &mut m),
-                _ => {}
-            }
-        }
-    }
-    m
 }
 
 /// Whether the control graph from `start` loops.
