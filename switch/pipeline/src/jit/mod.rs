@@ -31,8 +31,7 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 use std::collections::HashSet;
 
 /// What a pipeline's native code is given: the packet's PHV and the
-/// run its helpers need. The offsets below are the code generator's view
-/// of this layout.
+/// run its helpers need.
 #[repr(C)]
 pub(crate) struct Env {
     f: *mut u128,
@@ -46,12 +45,13 @@ pub(crate) struct Env {
     nargs: u64,
     run: *mut std::ffi::c_void,
 }
-const ENV_F: i32 = 0;
-const ENV_VALID: i32 = 8;
-const ENV_DIRTY: i32 = 16;
-const ENV_EXIT: i32 = 24;
-const ENV_ARGS: i32 = 32;
-const ENV_NARGS: i32 = 40;
+// Where the generated code finds each field (8 bytes each on a 64-bit host).
+const ENV_F: i32 = std::mem::offset_of!(Env, f) as i32;
+const ENV_VALID: i32 = std::mem::offset_of!(Env, valid) as i32;
+const ENV_DIRTY: i32 = std::mem::offset_of!(Env, dirty) as i32;
+const ENV_EXIT: i32 = std::mem::offset_of!(Env, exit) as i32;
+const ENV_ARGS: i32 = std::mem::offset_of!(Env, args) as i32;
+const ENV_NARGS: i32 = std::mem::offset_of!(Env, nargs) as i32;
 
 /// How a helper finds an action's data: an index into `Jit::consts`, or
 /// the looked-up entry's.
@@ -127,6 +127,10 @@ impl Jit {
             .map_err(|e| e.to_string())?
             .finish(settings::Flags::new(fb))
             .map_err(|e| e.to_string())?;
+        if isa.pointer_bits() != 64 {
+            // The code reads Env's pointers and u64s as 64-bit values.
+            return Err(format!("a {}-bit host: native code needs 64-bit pointers", isa.pointer_bits()));
+        }
         let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
         let mut jit = Jit { module: None, fns: [None, None], consts: vec![Box::new([])], max_args: 0, stats: JitStats::default() };
         let mut ctx = module.make_context();
