@@ -81,6 +81,15 @@ impl SwitchCore {
             self.pipeline_gen = g2;
             self.engine_seed = self.engine_seed.wrapping_add(1);
             self.engine = st.map(|s| Engine::with_seed(s, self.engine_seed));
+            match self.engine.as_ref().and_then(Engine::native_code) {
+                Some(Ok(c)) => log::debug!(
+                    "pipeline: {} native pipelines, {} conditions and {} primitives inline, {} primitives and {} actions on closures",
+                    c.pipelines, c.native_conds, c.native_prims, c.helper_prims, c.helper_actions
+                ),
+                // Slower, not different: the closures run the program then.
+                Some(Err(e)) => log::warn!("pipeline: no native code ({e}); running it on the interpreter's closures"),
+                None => {}
+            }
             for p in &mut self.ports {
                 p.egress.flush();
             }
