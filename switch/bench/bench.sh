@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmarks of the p4cc embedded target. Prints figures; asserts nothing.
 #
-#   (a) the pipeline alone, in process (cc_switch.json, forwarding entries)
+#   (a) the pipeline alone, in process (cc_switch.json, forwarding entries;
+#       a 2 s round per -n round, and their median)
 #   (b) end to end: host ns -> p4cc-switch -> host ns (UDP packets/s)
 #   (c) the same path through a trivial AF_PACKET forwarder (physical limit)
 #   (d) the same path through bmv2 simple_switch_grpc, when it is installed
@@ -235,7 +236,17 @@ echo "== endpoints: $([ "$ENDPOINTS" = raw ] && echo 'AF_PACKET sender on h1, XD
 if [[ $ONLY == *a* ]]; then
     echo "-- (a) pipeline alone, in process"
     if [ -n "$JSON" ]; then
-        for s in $SIZES; do "$EX/pipeline_pps" "$JSON" 3 $((s + 42)) | sed 's/^/   /'; done
+        # A round per ROUNDS, 2 s each, and their median: one round moved
+        # by up to a third with what else the shared machine was doing.
+        for s in $SIZES; do
+            US=""
+            for r in $(seq 1 "$ROUNDS"); do
+                line=$("$EX/pipeline_pps" "$JSON" 2 $((s + 42)))
+                echo "$line" | sed 's/^/   /'
+                US="$US $(echo "$line" | sed -n 's/.*(\([0-9.]*\) µs\/packet.*/\1/p')"
+            done
+            echo "   $((s + 42))-byte frames: median of $ROUNDS rounds $(echo $US | tr ' ' '\n' | sort -n | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2}') µs/packet ($(echo $US | tr ' ' '\n' | sort -n | tr '\n' ' ' | sed 's/ $//'))"
+        done
     else
         echo "   skipped: no cc_switch.json (compile p4src/v1model/cc_switch.p4 or pass --json)"
     fi
