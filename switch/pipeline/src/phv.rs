@@ -81,7 +81,8 @@ impl Phv {
     }
 
     /// Pointers to the slots, validity bits and dirty flags, for native
-    /// code (jit/) that writes them as `put` and `set_valid` would.
+    /// code (jit/): it stores into slots and marks their chunks as `put`
+    /// does, and reads validity.
     pub(crate) fn raw_parts(&mut self) -> (*mut u128, *mut bool, *mut u8) {
         (self.f.as_mut_ptr(), self.valid.as_mut_ptr(), self.dirty.as_mut_ptr())
     }
