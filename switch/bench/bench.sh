@@ -178,20 +178,27 @@ setup_p4rt() {
         10.98.2.0/24=2,$MAC_H2 10.98.1.0/24=1,$MAC_H1 >/dev/null
 }
 
+# sorted_median "V1 V2 ..." FORMAT: the values sorted, then their median,
+# each printed with FORMAT (a printf format).
+sorted_median() {
+    echo "$1" | awk -v fmt="$2" '{
+        n = NF; for (i = 1; i <= n; i++) r[i] = $i
+        for (i = 2; i <= n; i++) { v = r[i]; for (j = i - 1; j >= 1 && r[j] > v; j--) r[j + 1] = r[j]; r[j + 1] = v }
+        out = ""; for (i = 1; i <= n; i++) out = out sprintf(fmt " ", r[i])
+        med = (n % 2) ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
+        printf "%s-> median " fmt, out, med }'
+}
+
 # round_ratios "B1 B2 ..." "C1 C2 ..." pct|times: each round's B/C, sorted,
 # and their median. b and c run back to back in a round, so a round's
 # ratio compares like with like; the median of them is steadier than best
 # against best.
 round_ratios() {
-    echo "$1" "|" "$2" "|" "$3" | awk '{
+    local scale=1 fmt="%.2fx"
+    if [ "$3" = pct ]; then scale=100; fmt="%.0f%%"; fi
+    sorted_median "$(echo "$1" "|" "$2" | awk -v k=$scale '{
         n = 0; for (i = 1; $i != "|"; i++) n++
-        pct = ($(2 * n + 3) == "pct")
-        for (i = 1; i <= n; i++) r[i] = ($(n + 1 + i) > 0) ? (pct ? 100 : 1) * $i / $(n + 1 + i) : 0
-        for (i = 2; i <= n; i++) { v = r[i]; for (j = i - 1; j >= 1 && r[j] > v; j--) r[j + 1] = r[j]; r[j + 1] = v }
-        fmt = pct ? "%.0f%% " : "%.2fx "
-        out = ""; for (i = 1; i <= n; i++) out = out sprintf(fmt, r[i])
-        med = (n % 2) ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
-        printf "%s-> median " substr(fmt, 1, length(fmt) - 1), out, med }'
+        for (i = 1; i <= n; i++) printf "%s ", ($(n + 1 + i) > 0) ? k * $i / $(n + 1 + i) : 0 }')" "$fmt"
 }
 
 # cpu_ticks PID: user + system clock ticks of a process (all its threads).
@@ -245,7 +252,7 @@ if [[ $ONLY == *a* ]]; then
                 echo "$line" | sed 's/^/   /'
                 US="$US $(echo "$line" | sed -n 's/.*(\([0-9.]*\) µs\/packet.*/\1/p')"
             done
-            echo "   $((s + 42))-byte frames: median of $ROUNDS rounds $(echo $US | tr ' ' '\n' | sort -n | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2}') µs/packet ($(echo $US | tr ' ' '\n' | sort -n | tr '\n' ' ' | sed 's/ $//'))"
+            echo "   $((s + 42))-byte frames, µs/packet per round: $(sorted_median "$US" "%.3f")"
         done
     else
         echo "   skipped: no cc_switch.json (compile p4src/v1model/cc_switch.p4 or pass --json)"

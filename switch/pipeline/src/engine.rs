@@ -170,10 +170,7 @@ fn run_pipeline(
     // One executor for the whole pass (the scratch fields it borrows are
     // not the ones the table lookups use).
     let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
-    let mut node = match pipe {
-        Pipe::Ingress => p.ingress_start,
-        Pipe::Egress => p.egress_start,
-    };
+    let mut node = pipe.start(p);
     let mut steps = 0u32;
     while let Some(n) = node {
         if pkt.exit {

@@ -529,8 +529,14 @@ impl TableState {
             key_scratch.extend(def.keys.iter().map(key_of));
             key_scratch
         };
+        self.lookup_packet(p, t, pkt, key, lpm, args)
+    }
+
+    /// Looks this table (`t`) up with `key`, read from `pkt`, which a
+    /// direct counter counts on a hit.
+    pub fn lookup_packet(&self, p: &Program, t: usize, pkt: &Pkt, key: &[u128], lpm: &mut Vec<u128>, args: &mut Vec<u128>) -> LookupResult {
         let count = p.table_infos[t].direct_counter.map(|_| pkt.ingress_length as u64);
-        self.lookup(def, key, lpm, args, count)
+        self.lookup(&p.table_defs[t], key, lpm, args, count)
     }
 
     /// Looks `key` up; copies the action arguments into `args`. On a hit,

@@ -61,10 +61,8 @@ pub(super) unsafe extern "C" fn table(env: *mut Env, t: u64) -> u64 {
 /// read: `nkeys` (0 or 1) fields, the field's value as two halves.
 pub(super) unsafe extern "C" fn table_key(env: *mut Env, t: u64, nkeys: u64, lo: u64, hi: u64) -> u64 {
     let (env, run, pkt) = parts(env);
-    let (p, t) = (run.x.p, t as usize);
     let key = [(hi as u128) << 64 | lo as u128];
-    let count = p.table_infos[t].direct_counter.map(|_| pkt.ingress_length as u64);
-    let res = run.tables[t].lookup(&p.table_defs[t], &key[..nkeys as usize], run.lpm, run.args, count);
+    let res = run.tables[t as usize].lookup_packet(run.x.p, t as usize, pkt, &key[..nkeys as usize], run.lpm, run.args);
     found(env, run, res)
 }
 

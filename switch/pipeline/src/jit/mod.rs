@@ -114,6 +114,16 @@ pub(crate) enum Pipe {
     Egress = 1,
 }
 
+impl Pipe {
+    /// The pipeline's first node.
+    pub fn start(self, p: &Program) -> Option<Node> {
+        match self {
+            Pipe::Ingress => p.ingress_start,
+            Pipe::Egress => p.egress_start,
+        }
+    }
+}
+
 impl Jit {
     /// Compiles the program's pipelines (`drop_port`: what
     /// `mark_to_drop` writes to `egress_spec`); Err when the host has no
@@ -136,7 +146,8 @@ impl Jit {
         let mut ctx = module.make_context();
         let mut fctx = FunctionBuilderContext::new();
         let mut ids = [None, None];
-        for (i, start) in [p.ingress_start, p.egress_start].into_iter().enumerate() {
+        for pipe in [Pipe::Ingress, Pipe::Egress] {
+            let (i, start) = (pipe as usize, pipe.start(p));
             if has_cycle(p, start) {
                 continue;
             }
