@@ -48,6 +48,38 @@ pub struct AckSample {
     /// packet carried no hop records). Oracle TIMELY uses them to tell the
     /// hops apart; `path_qdepth_pkts` is their maximum as the shim kept it.
     pub hops: Vec<QueueReport>,
+    /// The in-band telemetry of the data packet that triggered this ACK,
+    /// one record per switch hop, newest hop first (empty when the packet
+    /// carried no version-2 shim). HPCC and PowerTCP read these.
+    pub int_hops: Vec<IntHop>,
+}
+
+/// One switch hop's in-band telemetry for INT-based congestion control:
+/// what HPCC (SIGCOMM 2019, §3.2 and Fig. 4: qLen, txBytes, ts, B) and
+/// PowerTCP (NSDI 2022, §3) read of the egress port a data packet left on.
+/// The datapath has already converted the switch's units (docs/wire-format.md,
+/// shim version 2).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct IntHop {
+    /// Which queue: `switch_id << 16 | egress_port` (as [`QueueReport::hop`]).
+    pub hop: u32,
+    /// Bytes queued at the egress port when the packet left it.
+    pub qlen_bytes: u64,
+    /// The egress port's transmitted bytes, a counter that wraps at 2^32:
+    /// compare two records of one hop with [`IntHop::tx_bytes_since`].
+    pub tx_bytes: u32,
+    /// The switch's egress timestamp, ns (its own clock, arbitrary origin).
+    pub ts_ns: u64,
+    /// The port's line rate as the controller loaded it, bits/s.
+    pub rate_bps: u64,
+}
+
+impl IntHop {
+    /// Bytes the port transmitted between `earlier` and this record (the
+    /// counter's wrap-around taken into account).
+    pub fn tx_bytes_since(&self, earlier: &IntHop) -> u64 {
+        u64::from(self.tx_bytes.wrapping_sub(earlier.tx_bytes))
+    }
 }
 
 /// One switch hop's queue as a packet found it: in-band (a hop record the
@@ -116,6 +148,10 @@ pub trait CongestionControl: Send {
     /// A queue report delivered out of band (a postcard the collector
     /// returned to this sender), not through an ACK. Default: ignored.
     fn on_queue_report(&mut self, _now_ns: u64, _report: &QueueReport) {}
+    /// A congestion notification packet reached the sender (DCQCN's
+    /// notification point sends at most one per flow per interval when
+    /// CE-marked packets arrive; RoCEv2 Annex A17.9). Default: ignored.
+    fn on_cnp(&mut self, _now_ns: u64) {}
     /// Window limit in bytes; `None` = not window-limited (rate only).
     fn cwnd_bytes(&self) -> Option<u64>;
     /// Pacing rate in bits/s; `None` = send as fast as the window allows.

@@ -77,6 +77,7 @@ fn run(cc: &mut dyn CongestionControl, link: &Link, duration_ns: u64) -> Outcome
                         inflight_bytes: inflight,
                         acked_pkts: 1,
                         hops: vec![],
+                        int_hops: vec![],
                     });
                 }
                 (None, Some(tl)) if tl <= now => {

@@ -61,6 +61,15 @@ fn garbage_in_no_panic_and_still_able_to_send() {
                             hops: (0..g.next() % 5)
                                 .map(|_| cc::QueueReport { hop: (g.next() % 4) as u32, depth_pkts: g.pick(500) as f64, at_us: g.pick(1 << 40) })
                                 .collect(),
+                            int_hops: (0..g.next() % 5)
+                                .map(|_| cc::IntHop {
+                                    hop: (g.next() % 4) as u32,
+                                    qlen_bytes: g.pick(1 << 24),
+                                    tx_bytes: g.next() as u32,
+                                    ts_ns: g.pick(1 << 50),
+                                    rate_bps: g.pick(400_000_000_000),
+                                })
+                                .collect(),
                         });
                     }
                 }

@@ -711,6 +711,7 @@ impl FlowSender {
                 v.extend(ack.hops.iter().map(|h| hop_report(h, unit)));
                 v
             },
+            int_hops: Vec::new(),
         };
         self.cc.on_ack(&sample);
         self.hop_buf = sample.hops;
