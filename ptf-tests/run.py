@@ -21,6 +21,12 @@ environment (docs/tofino.md, PTF on tofino-model):
 The model's device ports 0-3 are the PTF ports 1-4 (P4CC_TOFINO_PORTS
 changes them); Stratum brings them up from a chassis config written here.
 
+On bmv2, p4cc's link emulator (p4cc-link, p4cc_topo.links) is spliced in
+front of every port when it is built, so that tests that need a link delay
+or loss get it as experiments do (bmv2 has neither): the switch side
+p4ccptf-sN is then cabled to p4ccptf-wN, and the emulator bridges it with
+p4ccptf-pN, the test side's peer.
+
 Two runs on one machine take turns (a lock, /run/lock/p4cc-ptf.lock): the
 interface names are fixed, so that what a run killed with SIGKILL leaves,
 the next run removes. The switch's TCP ports are picked free each run.
@@ -50,7 +56,7 @@ LOCK = Path("/run/lock/p4cc-ptf.lock")
 
 from p4cc_topo.listen_ports import free_tcp_port as free_port  # noqa: E402
 
-GRPC_PORT, ADMIN_PORT, THRIFT_PORT = free_port(), free_port(), free_port()
+GRPC_PORT, ADMIN_PORT, THRIFT_PORT, LINK_PORT = free_port(), free_port(), free_port(), free_port()
 P4INFO = ROOT / "p4src/build/cc_switch.p4info.bin"
 DEVICE_CONFIG = ROOT / "p4src/build/cc_switch.json"
 
@@ -67,10 +73,21 @@ def test_side(p):
     return f"p4ccptf-t{p}"
 
 
-def create_links():
+def link_ends(p):
+    """The link emulator's ends: facing the switch, facing the test side."""
+    return f"p4ccptf-w{p}", f"p4ccptf-p{p}"
+
+
+def create_links(emulate: bool = False):
+    delete_links()
+    pairs = []
     for p in PORTS:
-        a, b = switch_side(p), test_side(p)
-        sh("ip", "link", "del", a, check=False)
+        if emulate:
+            w, q = link_ends(p)
+            pairs += [(switch_side(p), w), (q, test_side(p))]
+        else:
+            pairs.append((switch_side(p), test_side(p)))
+    for a, b in pairs:
         sh("ip", "link", "add", a, "type", "veth", "peer", "name", b)
         for ifc in (a, b):
             # No IPv6: the kernel's own ND/MLD frames would be "other packets".
@@ -83,6 +100,22 @@ def create_links():
 def delete_links():
     for p in PORTS:
         sh("ip", "link", "del", switch_side(p), check=False)
+        sh("ip", "link", "del", link_ends(p)[1], check=False)
+
+
+def link_command():
+    """The link emulator for bmv2's ports, or None when it is not built."""
+    from p4cc_topo.links import SWITCH_SIDE, find_link
+    from p4cc_topo.targets import TargetUnavailable
+    try:
+        binary = find_link()
+    except TargetUnavailable:
+        return None
+    cmd = [str(binary), "--admin-addr", f"127.0.0.1:{LINK_PORT}"]
+    for p in PORTS:
+        w, q = link_ends(p)
+        cmd += ["--pair", f"{p + SWITCH_SIDE}@{w},{p}@{q}"]
+    return cmd
 
 
 TOFINO_CHIP_TYPE = {"tofino": 2, "tofino2": 5}  # tofino-model --chip-type (SDE run_tofino_model.sh)
@@ -265,8 +298,18 @@ def main() -> int:
     log = work / "switch.log"
     procs: list[subprocess.Popen] = []
     proc = None
+    link = link_command() if args.target == "bmv2" else None
+    if args.target == "bmv2" and link is None:
+        print("bmv2: p4cc-link not built, tests that need a link delay or loss skip "
+              "(make setup builds it)", flush=True)
     try:
-        create_links()
+        create_links(emulate=link is not None)
+        if link is not None:
+            with open(work / "link.log", "w") as lf:
+                lp = subprocess.Popen(link, stdout=lf, stderr=subprocess.STDOUT,
+                                      start_new_session=True)
+            procs.append(lp)
+            wait_port(LINK_PORT, lp, work / "link.log")
         if tofino:
             cmds = tofino_commands(tofino, work)
         for i, cmd in enumerate(cmds):
@@ -283,7 +326,9 @@ def main() -> int:
                   f"admin_addr='127.0.0.1:{ADMIN_PORT}';thrift_port={THRIFT_PORT};"
                   f"p4info='{p4info}';device_config='{device_config}';"
                   f"switch_ports='{switch_ports}'"
-                  + (f";chip='{tofino['chip']}'" if tofino else ""))
+                  + (f";chip='{tofino['chip']}'" if tofino else "")
+                  + (f";link_admin_addr='127.0.0.1:{LINK_PORT}';link_ports='{switch_ports}'"
+                     if link else ""))
         ptf = [str(Path(sys.executable).parent / "ptf"), "--test-dir", str(ROOT / "ptf-tests/tests"),
                "--pypath", str(ROOT / "control"), "--log-file", str(work / "ptf.log"),
                "--test-params", params, *[a for p in PORTS for a in ("--interface", f"{p}@{test_side(p)}")],

@@ -25,6 +25,10 @@ class Endpoint:
     admin_addr: Optional[str] = None  #: embedded/sim: the port-settings API
     thrift_port: Optional[int] = None  #: bmv2: simple_switch_CLI
     port_ifaces: Dict[int, str] = field(default_factory=dict)
+    #: bmv2: the admin API of the link emulator giving its ports delay and
+    #: loss (p4cc_topo.links), and which ports it serves
+    link_admin_addr: Optional[str] = None
+    link_ports: list = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, d: dict) -> "Endpoint":
@@ -32,13 +36,16 @@ class Endpoint:
         turns port numbers into strings; other keys are ignored)."""
         e = cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
         e.port_ifaces = {int(p): i for p, i in (e.port_ifaces or {}).items()}
+        e.link_ports = [int(p) for p in (e.link_ports or [])]
         return e
 
     def make_target(self) -> Target:
         # The simulator serves the embedded target's admin API: same knobs.
         kind = "embedded" if self.target == "sim" else self.target
         return make_target(kind, admin_addr=self.admin_addr, thrift_port=self.thrift_port,
-                           port_ifaces=self.port_ifaces or None)
+                           port_ifaces=self.port_ifaces or None,
+                           link_admin_addr=self.link_admin_addr,
+                           link_ports=self.link_ports or None)
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

@@ -54,6 +54,34 @@ def _check_knobs(settings: dict) -> dict:
         raise ValueOutOfRange(str(e)) from None
 
 
+def admin_http(addr: str, method: str, path: str, body: Optional[dict] = None,
+               timeout: float = 5.0, who: str = "embedded switch"):
+    """One request to an admin API (the embedded switch's, the simulator's
+    or the link emulator's: HTTP + JSON); its errors as the controller's."""
+    url = f"http://{addr}{path}"
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            raw = r.read()
+    except urllib.error.HTTPError as e:
+        text = e.read().decode(errors="replace").strip()
+        try:
+            text = json.loads(text).get("error", text)
+        except Exception:
+            pass
+        if e.code == 404:
+            raise UnknownPort(f"{who}: {text or 'not found'} ({method} {path})") from None
+        if e.code in (400, 422):
+            raise ValueOutOfRange(f"{who} refused {method} {path}: {text}") from None
+        raise TargetError(f"{who} admin API: HTTP {e.code} on {method} {path}: {text}") from None
+    except (urllib.error.URLError, OSError) as e:
+        reason = getattr(e, "reason", e)
+        raise TargetError(f"{who} admin API unreachable at {addr}: {reason}") from None
+    return json.loads(raw) if raw.strip() else None
+
+
 class Target:
     """Base: packet-unit queue, no knobs, ports unknown."""
 
@@ -175,19 +203,25 @@ class Bmv2Target(Target):
     and depth (packets) per egress port through the Thrift runtime, driven by
     simple_switch_CLI. That CLI is a Python 2/3 script that imports Debian's
     python3-thrift, so it is run with /usr/bin/python3 explicitly (the
-    project venv's or pyenv's python may not see thrift)."""
+    project venv's or pyenv's python may not see thrift).
+
+    bmv2 has no propagation delay or random loss of its own. A port the lab
+    spliced p4cc's link emulator in front of (p4cc_topo.links; ``link_ports``
+    served at ``link_admin_addr``) gets them there; otherwise, where the
+    kernel has netem, on the port's interface."""
 
     name = "bmv2"
     shapes_ports = True
 
     def __init__(self, thrift_port: int = 9090, thrift_ip: str = "127.0.0.1", mtu: int = 1500,
                  cli: Optional[str] = None, python: str = "/usr/bin/python3",
-                 port_ifaces: Optional[Dict[int, str]] = None):
+                 port_ifaces: Optional[Dict[int, str]] = None,
+                 link_admin_addr: Optional[str] = None, link_ports: Optional[List[int]] = None):
         super().__init__(mtu)
         self.thrift_port, self.thrift_ip = thrift_port, thrift_ip
-        # bmv2 has no delay or loss of its own: where the kernel has netem,
-        # they go on the port's interface (known when the lab built it).
         self.port_ifaces = {int(p): i for p, i in (port_ifaces or {}).items()}
+        self.link_admin_addr = link_admin_addr
+        self.link_ports = {int(p) for p in (link_ports or [])}
         self.cli = cli or os.environ.get("P4CC_SIMPLE_SWITCH_CLI") or shutil.which("simple_switch_CLI")
         self.python = python
         self._ports_cache = None
@@ -240,12 +274,20 @@ class Bmv2Target(Target):
         return self._ports_cache
 
     @classmethod
-    def problems(cls, settings: dict, netem: bool = False, **facts) -> List[str]:
+    def problems(cls, settings: dict, netem: bool = False, links: str = "p4cc",
+                 link_emulator: bool = True, **facts) -> List[str]:
+        """Delay and loss need p4cc's link emulator (``links="p4cc"``, built
+        with the switch) or, with ``links="netem"``, the kernel's netem."""
         out = []
         for k in ("delay_us", "loss"):
-            if settings.get(k) and not netem:
+            if not settings.get(k):
+                continue
+            if links == "netem" and not netem:
                 out.append(f"{k}={settings[k]} needs netem (sch_netem), which this kernel lacks; "
-                           "use --target embedded")
+                           "drop --links netem (p4cc's link emulator applies it)")
+            elif links != "netem" and not link_emulator:
+                out.append(f"{k}={settings[k]} needs p4cc's link emulator (p4cc-link), which is "
+                           "not built: run `make setup`")
         return out
 
     def _netem(self, port: int, delay_us, loss) -> None:
@@ -264,13 +306,32 @@ class Bmv2Target(Target):
                               f"{(r.stderr or r.stdout).strip()[-200:]} — this kernel may lack "
                               "sch_netem; use the embedded target")
 
+    def _link(self, port: int, delay_us, loss) -> None:
+        admin_http(self.link_admin_addr, "PUT", f"/ports/{port}",
+                   {"delay_us": int(delay_us), "loss": float(loss)}, who="bmv2's link emulator")
+
+    def link_ports_table(self) -> Dict[int, dict]:
+        """GET /ports of the link emulator, as {switch port: its egress
+        link} (the end facing the peer carries the switch port's number)."""
+        if not self.link_admin_addr:
+            return {}
+        data = admin_http(self.link_admin_addr, "GET", "/ports", who="bmv2's link emulator")
+        return {int(p["port"]): p for p in data or [] if int(p["port"]) in self.link_ports}
+
     def _apply(self, port: int, settings: dict) -> dict:
         cmds, applied = [], {}
         if "delay_us" in settings or "loss" in settings:
             before = self.applied.get(port, {})
             delay = settings.get("delay_us", before.get("delay_us", 0))
             loss = settings.get("loss", before.get("loss", 0.0))
-            if delay or loss:
+            if port in self.link_ports and self.link_admin_addr:
+                self._link(port, delay, loss)
+            elif delay or loss:
+                if not self.port_ifaces:
+                    raise TargetError(
+                        f"bmv2 has no per-port delay or loss: port {port} has no link emulator "
+                        "in front of it (p4cc's labs splice one in where the plan has a delay "
+                        "or loss)")
                 self._netem(port, delay, loss)
             applied.update({k: settings[k] for k in ("delay_us", "loss") if k in settings})
         if "rate_bps" in settings and "rate_pps" in settings:
@@ -317,6 +378,8 @@ class Bmv2Target(Target):
     def describe(self) -> dict:
         d = super().describe()
         d.update(thrift=f"{self.thrift_ip}:{self.thrift_port}", cli=self.cli)
+        if self.link_admin_addr:
+            d.update(link_admin=self.link_admin_addr, link_ports=sorted(self.link_ports))
         return d
 
 
@@ -337,29 +400,7 @@ class EmbeddedTarget(Target):
         self.timeout = timeout
 
     def _http(self, method: str, path: str, body: Optional[dict] = None):
-        url = f"http://{self.admin_addr}{path}"
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(url, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as r:
-                raw = r.read()
-        except urllib.error.HTTPError as e:
-            text = e.read().decode(errors="replace").strip()
-            try:
-                text = json.loads(text).get("error", text)
-            except Exception:
-                pass
-            if e.code == 404:
-                raise UnknownPort(f"embedded switch: {text or 'not found'} ({method} {path})") from None
-            if e.code in (400, 422):
-                raise ValueOutOfRange(f"embedded switch refused {method} {path}: {text}") from None
-            raise TargetError(f"embedded switch admin API: HTTP {e.code} on {method} {path}: {text}") from None
-        except (urllib.error.URLError, OSError) as e:
-            reason = getattr(e, "reason", e)
-            raise TargetError(f"embedded switch admin API unreachable at {self.admin_addr}: "
-                              f"{reason}") from None
-        return json.loads(raw) if raw.strip() else None
+        return admin_http(self.admin_addr, method, path, body, self.timeout)
 
     def port_table(self) -> Dict[int, dict]:
         """GET /ports, as {port: settings}. Accepts a list of objects with a

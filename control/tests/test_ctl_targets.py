@@ -53,11 +53,16 @@ def test_bmv2_missing_cli_is_explained():
     with pytest.raises(TargetError, match="simple_switch_CLI not found"):
         t.set_port(1, rate_pps=1000)
     t = Bmv2Target(cli="/bin/true")
-    with pytest.raises(TargetError, match="no per-port delay or loss: netem"):
+    with pytest.raises(TargetError, match="no per-port delay or loss: port 1 has no link emulator"):
         t.set_port(1, delay_us=10)
-    assert Bmv2Target.problems({"delay_us": 10, "loss": 0.0}, netem=False) == [
-        "delay_us=10 needs netem (sch_netem), which this kernel lacks; use --target embedded"]
-    assert Bmv2Target.problems({"delay_us": 10, "loss": 0.01}, netem=True) == []
+    # Delay and loss go to p4cc's link emulator by default; netem only when asked.
+    assert Bmv2Target.problems({"delay_us": 10, "loss": 0.01}) == []
+    assert Bmv2Target.problems({"delay_us": 10, "loss": 0.0}, link_emulator=False) == [
+        "delay_us=10 needs p4cc's link emulator (p4cc-link), which is not built: run `make setup`"]
+    assert Bmv2Target.problems({"delay_us": 10, "loss": 0.0}, links="netem", netem=False) == [
+        "delay_us=10 needs netem (sch_netem), which this kernel lacks; drop --links netem "
+        "(p4cc's link emulator applies it)"]
+    assert Bmv2Target.problems({"delay_us": 10, "loss": 0.01}, links="netem", netem=True) == []
 
 
 class _Admin(BaseHTTPRequestHandler):
@@ -114,6 +119,25 @@ def test_embedded_admin(admin):
     _Admin.ports[2]["delay_us"] = 0  # "switch restarted"
     t.reapply()
     assert _Admin.ports[2]["delay_us"] == 250
+
+
+def test_bmv2_delay_and_loss_reach_its_link_emulator(admin, tmp_path):
+    """The link emulator serves the embedded target's admin API: a port's
+    delay and loss are PUT there, its rate and depth still go to bmv2."""
+    cli = tmp_path / "simple_switch_CLI"
+    cli.write_text(FAKE_CLI)
+    t = Bmv2Target(thrift_port=9999, cli=str(cli), link_admin_addr=admin, link_ports=[1])
+    assert t.set_port(1, delay_us=500, loss=0.01, rate_pps=100) == {
+        "delay_us": 500, "loss": 0.01, "rate_pps": 100}
+    assert (_Admin.ports[1]["delay_us"], _Admin.ports[1]["loss"]) == (500, 0.01)
+    t.set_port(1, loss=0.0)  # a partial change keeps the delay
+    assert (_Admin.ports[1]["delay_us"], _Admin.ports[1]["loss"]) == (500, 0.0)
+    assert t.link_ports_table()[1]["delay_us"] == 500
+    with pytest.raises(TargetError, match="port 2 has no link emulator"):
+        t.set_port(2, delay_us=10)
+    t2 = Bmv2Target(thrift_port=9999, cli=str(cli), link_admin_addr="127.0.0.1:1", link_ports=[1])
+    with pytest.raises(TargetError, match="bmv2's link emulator admin API unreachable"):
+        t2.set_port(1, delay_us=10)
 
 
 def test_embedded_unreachable():

@@ -2,11 +2,13 @@
 
     p4cc list
     p4cc run EXPERIMENT [--target auto|embedded|bmv2|sim] [--scale paper] [--set k=v ...] [--out DIR]
+                        [--links p4cc|netem]             how bmv2's ports get delay and loss
     p4cc run EXPERIMENT --plan-only [--out DIR]     writes DIR/plan.json, runs nothing
     p4cc run --plan plan.json [--target ...]         reruns exactly a saved plan
     p4cc up TOPOLOGY [--target ...]                  a programmed lab in namespaces, until Ctrl-C
     p4cc mininet [TOPOLOGY] [--target ...]           the same at Mininet's prompt (mininet>)
     p4cc exec HOST CMD ...                           a command in a host of the running lab
+    p4cc bmv2-capacity                               measure bmv2's forwarding rate here (cached)
     p4cc clean [--dry-run]
     p4cc analyse DIR [--target tofino]               analysis + report again, or of arms run outside p4cc
     p4cc ctl ...            (the P4Runtime controller: p4cc ctl --help)
@@ -63,7 +65,7 @@ def _run(args) -> int:
         target = "sim"
     try:
         report = run(exp, target=target, overrides=args.set or [], out=args.out,
-                     plan=plan, plan_only=args.plan_only, scale=args.scale)
+                     plan=plan, plan_only=args.plan_only, scale=args.scale, links=args.links)
     except ParamError as e:
         print(f"p4cc: {e}", file=sys.stderr)
         return 2
@@ -90,8 +92,8 @@ def _lab(args) -> int:
     from .handlab import LabError, mininet, up
     try:
         if args.cmd == "up":
-            return up(args.topology, args.target, args.duration)
-        return mininet(args.topology, args.target, args.script)
+            return up(args.topology, args.target, args.duration, args.links)
+        return mininet(args.topology, args.target, args.script, args.links)
     except (LabError, TopologyError, TargetUnavailable, SwitchStartError, NetworkError,
             P4ccError, ValueError) as e:
         print(f"p4cc: {str(e).splitlines()[0]}", file=sys.stderr)
@@ -123,9 +125,19 @@ def _analyse(args) -> int:
     return 0
 
 
+def _capacity(_args) -> int:
+    from .bmv2_capacity import command
+    return command()
+
+
 def _clean(args) -> int:
     from p4cc_topo.cli import clean_command
     return clean_command(force=args.force, dry_run=args.dry_run)
+
+
+LINKS_HELP = ("bmv2 only: how its ports get link delay and loss — p4cc (default): p4cc's link "
+              "emulator spliced in front of the port; netem: the kernel's netem on the port's "
+              "interface, where the kernel has it")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="override a parameter (repeatable)")
     r.add_argument("--out", help="results folder (default results/EXPERIMENT-TIMESTAMP)")
     r.add_argument("--help-params", action="store_true", help="list the parameters and exit")
+    r.add_argument("--links", default="p4cc", choices=("p4cc", "netem"), help=LINKS_HELP)
     r.set_defaults(fn=_run)
     for name, what in (("up", "bring a topology up programmed (pipeline, routes, K, link model) in "
                               "network namespaces until Ctrl-C"),
@@ -161,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         u.add_argument("--target", default="auto", choices=("auto", "embedded", "bmv2"),
                        help="switch target (auto: bmv2 when installed and able to serve the lab, "
                             "else the embedded target)")
+        u.add_argument("--links", default="p4cc", choices=("p4cc", "netem"), help=LINKS_HELP)
         if name == "up":
             u.add_argument("--duration", type=float, help="tear down after this many seconds")
         else:
@@ -171,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     x.add_argument("host")
     x.add_argument("command", nargs=argparse.REMAINDER)
     x.set_defaults(fn=_exec)
+    sub.add_parser("bmv2-capacity", help="measure how many packets/s bmv2 forwards on this "
+                                         "machine (what --target auto and make run go by); "
+                                         "cached").set_defaults(fn=_capacity)
     c = sub.add_parser("clean", help="remove what a killed run left (netns, links, processes)")
     c.add_argument("--dry-run", action="store_true", help="only say what would be removed")
     c.add_argument("--force", action="store_true",

@@ -1,4 +1,5 @@
-"""Executors: what runs a scenario plan and writes each arm's results.
+"""The namespace lab: runs a scenario plan in real time and writes each
+arm's results.
 
 Every executor takes the same :class:`~p4cc_topo.plan.Plan` and writes the
 same files per arm (docs/experiments.md, "The results folder"):
@@ -8,8 +9,10 @@ same files per arm (docs/experiments.md, "The results folder"):
     <arm>/measure.json     the measured ports' counters after the warm-up and at the end
     <arm>/logs/            switch and agent logs; switches.json (what the controller applied)
 
-:class:`NamespaceLab` runs it in real time: network namespaces and veth
-links, the embedded target or bmv2, kernel and user-space host agents.
+:class:`NamespaceLab` runs it in network namespaces and veth links, on the
+embedded target or bmv2 (with p4cc's link emulator giving bmv2's ports
+their delay and loss), kernel and user-space host agents. The virtual-time
+executor is simexec's; both take their steps from arm_steps.
 """
 from __future__ import annotations
 
@@ -23,14 +26,17 @@ from pathlib import Path
 from p4cc_control.program import Endpoint, program
 from p4cc_topo import Network
 from p4cc_topo.kernel_cc import KernelCcError, ensure_kernel_ccs
+from p4cc_topo.links import LINK_MODES, emulated_ports, find_link
 from p4cc_topo.plan import ArmPlan, Plan
 from p4cc_topo.realtime import Realtime
 from p4cc_topo.targets import (TargetCapabilityError, TargetUnavailable, find_bmv2,
                                netem_available, resolve_target, terminate)
 from p4cc_topo.wakeup import KeepCpusAwake
 
+from . import bmv2_capacity
 from .agents import command, kernel_ecn_sysctl
-from .fidelity import RunMonitor, admin_ports, judge_arm
+from .arm_steps import ExecutorError, apply_event, read_ports, schedule
+from .fidelity import RunMonitor, judge_arm
 from .results import sent_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,16 +44,6 @@ ROOT = Path(__file__).resolve().parents[2]
 LISTEN_S = 0.5
 #: Senders get this long from their launch to the shared start.
 START_S = 1.0
-#: Packets per second bmv2 (simple_switch_grpc 1.15, -O2) forwards on these
-#: machines before it saturates (17-23 kpps measured; DESIGN.md), with margin.
-BMV2_MAX_PPS = 15_000
-#: The last counter reading is this long before the traffic ends (at most a
-#: tenth of the measured span, for short runs).
-END_MARGIN_S = 0.5
-
-
-class ExecutorError(RuntimeError):
-    """A run cannot start or went wrong (one line)."""
 
 
 def host_agent() -> str:
@@ -61,7 +57,18 @@ def host_agent() -> str:
     return found
 
 
-def capability_problems(plan: Plan, target: str) -> list[str]:
+def link_facts(links: str = "p4cc") -> dict:
+    """What bmv2's delay and loss can be given with here (Bmv2Target.problems)."""
+    try:
+        find_link()
+        emulator = True
+    except TargetUnavailable:
+        emulator = False
+    return {"links": links, "link_emulator": emulator,
+            "netem": netem_available() if links == "netem" else False}
+
+
+def capability_problems(plan: Plan, target: str, links: str = "p4cc") -> list[str]:
     """What of the plan's link models ``target`` cannot apply, located."""
     from p4cc_control.targets import TARGETS
 
@@ -70,7 +77,7 @@ def capability_problems(plan: Plan, target: str) -> list[str]:
                 for a in plan.arms for s in a.switches.values() for p, c in s.ports.items()
                 if c.rate_bps or c.delay_us or c.loss or c.depth_pkts or c.ecn_k_pkts is not None]
     cls = TARGETS["embedded" if target == "sim" else target]
-    facts = {"netem": netem_available()} if target == "bmv2" else {}
+    facts = link_facts(links) if target == "bmv2" else {}
     out = []
     for a in plan.arms:
         for s in a.switches.values():
@@ -88,8 +95,11 @@ class NamespaceLab:
 
     kind = "namespace lab"
 
-    def __init__(self, target: str = "auto"):
+    def __init__(self, target: str = "auto", links: str = "p4cc"):
+        if links not in LINK_MODES:
+            raise ExecutorError(f"--links {links}: use {' or '.join(LINK_MODES)}")
         self.requested = target
+        self.links = links
         self.target: str | None = None
         self.notes: list[str] = []
         self._awake: KeepCpusAwake | None = None
@@ -102,9 +112,11 @@ class NamespaceLab:
         awake, and sees whether the switch and agents can run realtime;
         returns what it did, one line each (for the run log)."""
         self.target = self._choose_target(plan)
-        problems = capability_problems(plan, self.target)
+        problems = capability_problems(plan, self.target, self.links)
         if problems:
             raise TargetCapabilityError(self.target, problems)
+        if self.target == "bmv2":
+            self.notes.append(self._links_note(plan))
         ccs = set().union(*(a.kernel_ccs() for a in plan.arms))
         try:
             self.notes += ensure_kernel_ccs(ccs, host_agent())
@@ -119,6 +131,17 @@ class NamespaceLab:
         self.notes.append(self._realtime.message)
         return self.notes
 
+    def _links_note(self, plan: Plan) -> str:
+        ports = {(a.name, s, p) for a in plan.arms
+                 for s, ps in emulated_ports(a.switches, a.events).items() for p in ps}
+        if not ports:
+            return "links: no port of this plan has a delay or a loss"
+        if self.links == "netem":
+            return f"links: delay and loss by the kernel's netem on bmv2's port interfaces (--links netem)"
+        n = len({(s, p) for _, s, p in ports})
+        return (f"links: delay and loss by p4cc's link emulator (p4cc-link) in front of {n} bmv2 "
+                f"port{'s' if n != 1 else ''}; bmv2 keeps its own queue, rate and marking")
+
     def _choose_target(self, plan: Plan) -> str:
         try:
             if self.requested != "auto":
@@ -130,7 +153,7 @@ class NamespaceLab:
                 return target
         except TargetUnavailable as e:
             raise ExecutorError(str(e).splitlines()[0]) from None
-        target, why = auto_target(plan)
+        target, why = auto_target(plan, self.links)
         self.notes.append(f"target {target}: {why}")
         return target
 
@@ -141,7 +164,7 @@ class NamespaceLab:
 
     def describe(self) -> dict:
         return {"executor": self.kind, "time": "real time", "target": self.target,
-                "notes": self.notes}
+                "links": self.links if self.target == "bmv2" else None, "notes": self.notes}
 
     # -- one arm ---------------------------------------------------------------
     def run_arm(self, plan: Plan, arm: ArmPlan, outdir: Path, progress) -> dict:
@@ -153,7 +176,8 @@ class NamespaceLab:
         topo = arm.topo()
         agent = host_agent()
         switch_prio = self._realtime.switch_prio if self._realtime and self.target == "embedded" else None
-        with Network(topo, target=self.target, log_dir=logs, seed=plan.seed, rt_prio=switch_prio) as net:
+        with Network(topo, target=self.target, log_dir=logs, seed=plan.seed, rt_prio=switch_prio,
+                     links=self.links, emulated=emulated_ports(arm.switches, arm.events)) as net:
             eps = {n: Endpoint.from_dict(d) for n, d in net.endpoints().items()}
             with program(arm.switches, eps) as sw:
                 (logs / "switches.json").write_text(json.dumps(
@@ -186,18 +210,21 @@ class NamespaceLab:
 
         reads: dict[str, dict] = {}
         monitor = RunMonitor()
-        for offset, what, item in self.schedule(arm):
+        for offset, what, item in schedule(arm):
             at(offset)
             if what == "event":
-                self.apply_event(sw, item)
+                apply_event(sw, item)
                 continue
             reads[item] = {"unix_ns": time.time_ns(), "ports": read_ports(arm, sw, eps, clock=time.time_ns)}
             if item == "start":
                 monitor.start([p.pid for p in waiting + senders]
-                              + [s.proc.pid for s in net.switches.values() if s.proc])
+                              + [s.proc.pid for s in net.switches.values() if s.proc]
+                              + [l.proc.pid for l in net.link_procs.values() if l.proc])
             else:
                 monitor.end()
                 monitor.switches(eps)
+                monitor.links({n: l.admin_addr for n, l in net.link_procs.items()},
+                              {n: net.emulated[n] for n in net.link_procs})
         for p in senders:
             try:
                 p.wait(timeout=15)
@@ -213,26 +240,6 @@ class NamespaceLab:
         (outdir / "fidelity.json").write_text(json.dumps(fid, indent=1) + "\n")
         return {"target": self.target, "fidelity": fid}
 
-    @staticmethod
-    def schedule(arm: ArmPlan) -> list[tuple[float, str, object]]:
-        """What happens when, in seconds from the traffic start: the plan's
-        events, and the counter readings after the warm-up and just before
-        the end (every executor reads at the same instants)."""
-        margin = min(END_MARGIN_S, (arm.end_s() - arm.warmup_s) / 10)
-        return sorted([(e.at_s, "event", e) for e in arm.events]
-                      + [(arm.warmup_s, "read", "start")]
-                      + [(arm.end_s() - margin, "read", "end")], key=lambda x: x[0])
-
-    @staticmethod
-    def apply_event(sw, e) -> None:
-        ops = sw.ops[e.switch]
-        s = dict(e.set)
-        if "ecn_k_pkts" in s:
-            k = s.pop("ecn_k_pkts")
-            ops.clear_k(e.port) if k is None else ops.set_k(e.port, k)
-        if s:
-            ops.set_queue(e.port, **s)
-
 
 def bmv2_load_pps(plan: Plan) -> float:
     """Packets per second a switch of the plan handles at most: the busiest
@@ -246,23 +253,47 @@ def bmv2_load_pps(plan: Plan) -> float:
     return worst
 
 
-def auto_target(plan: Plan) -> tuple[str, str]:
+def auto_target(plan: Plan, links: str = "p4cc", measure: bool = True) -> tuple[str, str]:
     """bmv2 when it is installed and can serve the plan as configured (every
-    link property, and a packet rate within its reach), else the embedded
-    target; with the reason, for the run log."""
+    link property, and a packet rate within what it was measured to forward
+    here), else the embedded target; with the reason, for the run log."""
     try:
         find_bmv2()
     except TargetUnavailable:
         resolve_target("embedded")
         return "embedded", "bmv2 is not installed (auto picks it when it is and can serve the run)"
-    problems = capability_problems(plan, "bmv2")
+    problems = capability_problems(plan, "bmv2", links)
     if problems:
         return "embedded", f"bmv2 cannot serve this run: {problems[0]}"
+    cap = bmv2_capacity.capacity(measure=measure)
     load = bmv2_load_pps(plan)
-    if load > BMV2_MAX_PPS:
+    if load > cap.usable_pps:
         return "embedded", (f"bmv2 cannot serve this run: about {load / 1e3:.0f} kpps through a "
-                            f"switch, bmv2 saturates near {BMV2_MAX_PPS / 1e3:.0f} kpps here")
-    return "bmv2", f"bmv2 is installed and can serve this run (about {load / 1e3:.1f} kpps)"
+                            f"switch, and {cap.describe()}")
+    return "bmv2", (f"bmv2 is installed and can serve this run (about {load / 1e3:.1f} kpps; "
+                    f"{cap.describe()})")
+
+
+#: Rates `fit_rate` chooses from, bits/s: round figures a reader recognises.
+FIT_RATES = [r * 1e6 for r in (1000, 800, 500, 400, 300, 250, 200, 150, 100, 80, 60, 50, 40,
+                               30, 25, 20, 15, 10, 5, 2, 1)]
+
+
+def fit_rate(plan: Plan, rate: float, measure: bool = True) -> tuple[float, str] | None:
+    """The largest round rate at which a plan whose packet load scales with
+    its line rate fits within bmv2's measured capacity here: (rate, why),
+    or None when the plan fits as it is."""
+    cap = bmv2_capacity.capacity(measure=measure)
+    load = bmv2_load_pps(plan)
+    if load <= cap.usable_pps or rate <= 0:
+        return None
+    fits = [r for r in FIT_RATES if r < rate and load * r / rate <= cap.usable_pps]
+    new = fits[0] if fits else FIT_RATES[-1]
+    why = (f"{cap.describe()}; at {rate / 1e6:g} Mb/s this run needs about {load / 1e3:.0f} kpps "
+           f"through a switch (data, ACKs and postcards), so it runs at {new / 1e6:g} Mb/s "
+           f"(about {load * new / rate / 1e3:.1f} kpps, within the {bmv2_capacity.USABLE_SHARE:.0%} "
+           "of bmv2's capacity a run may use)")
+    return new, why
 
 
 def bmv2_keepup(arm: ArmPlan, outdir: Path, measure: dict) -> float | None:
@@ -286,46 +317,5 @@ def bmv2_keepup(arm: ArmPlan, outdir: Path, measure: dict) -> float | None:
     return sent / busy if busy > 0 else None
 
 
-def read_ports(arm: ArmPlan, sw, eps: dict, clock=None) -> dict:
-    """The measured ports' P4 counters, and where the switch has an admin
-    API (embedded, sim) the bytes it put on the wire (``wire_tx_bytes``).
-    P4 byte counters count a packet's length as it arrived, as bmv2's do,
-    so they miss the hop record the switch pushes at egress (~1.4 % of a
-    user-space transport's traffic). With ``clock`` (real time) each wire
-    reading also gets the instant it was taken, the middle of its admin
-    request (``wire_unix_ns``): a reading stamped before the P4Runtime reads
-    that precede it counted bytes sent after its stamp, which read as more
-    than the line rate."""
-    out = {}
-    wire = {}  # switch -> ({port: tx_bytes}, the reading's instant or None)
-    for r in arm.measure.ports:
-        row = dict(sw.ops[r.switch].port_counters([r.port])[r.port])
-        if r.switch not in wire:
-            t0 = clock() if clock else None
-            sent = _admin_tx_bytes(eps.get(r.switch))
-            wire[r.switch] = (sent, (t0 + clock()) // 2 if clock else None)
-        sent, at = wire[r.switch]
-        if r.port in sent:
-            row["wire_tx_bytes"] = sent[r.port]
-            if at is not None:
-                row["wire_unix_ns"] = at
-        out[r.key()] = row
-    return out
-
-
-def _admin_tx_bytes(ep) -> dict[int, int]:
-    """{port: tx_bytes} from a switch's admin API; {} without one."""
-    return {int(p["port"]): int(p["tx_bytes"]) for p in admin_ports(ep) or []
-            if "tx_bytes" in p}
-
-
-def make_executor(target: str):
-    """``sim`` runs in virtual time; every other target in the namespace lab."""
-    if target == "sim":
-        from .simexec import VirtualTime
-        return VirtualTime()
-    return NamespaceLab(target)
-
-
-__all__ = ["NamespaceLab", "ExecutorError", "make_executor", "capability_problems",
-           "host_agent", "find_bmv2"]
+__all__ = ["NamespaceLab", "ExecutorError", "capability_problems", "host_agent", "find_bmv2",
+           "auto_target", "fit_rate", "bmv2_load_pps", "link_facts"]

@@ -18,6 +18,11 @@ class Experiment:
     #: `--scale paper`: the paper's own parameters (as `--set` strings); such
     #: runs go to the virtual-time executor (docs/experiments.md lists them).
     paper: list[str] = []
+    #: The parameter that sets every link's rate in the plan (the packet
+    #: load scales with it), if there is one: a run on bmv2 whose load is
+    #: beyond what bmv2 forwards on the machine is slowed to a rate it can
+    #: carry, unless the user set this parameter (runner.fit_to_bmv2).
+    rate_param: str | None = None
 
     def arms(self, p: dict) -> list[ArmPlan]:
         """The runs the experiment compares, each a self-contained arm plan."""

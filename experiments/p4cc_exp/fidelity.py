@@ -9,7 +9,10 @@ what the plan emulates? Measured by the parts that know:
 - the machine: CPU busy share, load average, and the CPU time the run's
   processes got;
 - bmv2 (seen from outside): whether its egress kept the configured rate
-  while its queue was not empty.
+  while its queue was not empty;
+- p4cc's link emulator in front of bmv2's ports (p4cc_topo.links), per
+  port: how late each frame was handed on against its propagation delay
+  (release slip), frames its receive ring dropped.
 
 Bounds depend on what a verdict is sensitive to (verdicts.QUEUE or RATE);
 τ is one MTU packet's time at the measured bottleneck's rate:
@@ -19,7 +22,9 @@ Bounds depend on what a verdict is sensitive to (verdicts.QUEUE or RATE);
 - throughput figures: bottleneck p99 slip ≤ 10 τ, no departure clamped,
   senders' p99 wake lateness ≤ 10 τ and |mean pacing error| ≤ 5 %;
 - both: ring drops ≤ 0.1 % of the frames a port received; bmv2's egress
-  at ≥ 90 % of its rate while busy.
+  at ≥ 90 % of its rate while busy;
+- link emulator ports: ring drops as above; p99 release slip ≤ τ (queue
+  figures) and ≤ 10 τ (throughput figures), as the bottleneck's departures.
 
 docs/fidelity.md explains each bound and what was measured with it.
 """
@@ -98,6 +103,21 @@ class RunMonitor:
                 "rx_pkts", "ring_drops", "lag_clamps", "slip_ns", "tx_pkts")} for p in ports}
         self.record["switches"] = out
 
+    def links(self, addrs: dict[str, str], ports: dict[str, list[int]]) -> None:
+        """Per link emulator (by the switch it serves) and port: slip,
+        ring drops, losses. Port P faces switch port P's peer; P + 256
+        faces the switch."""
+        out = {}
+        for name, addr in addrs.items():
+            table = admin_ports(addr)
+            if table is None:
+                out[name] = None  # did not answer: judged as a violation
+                continue
+            out[name] = {str(p["port"]): {k: p.get(k) for k in (
+                "rx_pkts", "ring_drops", "slip_ns", "tx_pkts", "link_loss_drops", "delay_us")}
+                for p in table}
+        self.record["links"] = out
+
     def agents(self, outdir: Path, arm) -> None:
         """What each user-space sender measured of itself."""
         out = {}
@@ -113,9 +133,11 @@ class RunMonitor:
 
 
 def admin_ports(ep) -> list[dict] | None:
-    """GET /ports of a switch's admin API (embedded, sim): per port its
-    counters and slip; None without one or when it does not answer."""
-    addr = getattr(ep, "admin_addr", None)
+    """GET /ports of an admin API (the embedded switch's, the simulator's,
+    the link emulator's), given its address or an endpoint that has one:
+    per port its counters and slip; None without one or when it does not
+    answer."""
+    addr = ep if isinstance(ep, str) else getattr(ep, "admin_addr", None)
     if not addr:
         return None
     try:
@@ -159,6 +181,18 @@ def judge_arm(record: dict, arm, target: str, bmv2_keepup: float | None = None) 
                 in_packet_times("p99 departure slip", (p.get("slip_ns") or {}).get("p99", 0) / 1e3)
                 if p.get("lag_clamps"):
                     viol[RATE].append(f"{p['lag_clamps']} departures more than 100 ms late")
+    for sw, ports in (record.get("links") or {}).items():
+        if ports is None:
+            both(f"the link emulator of {sw} did not report its ports")
+            continue
+        for port, p in ports.items():
+            rx, drops = p.get("rx_pkts") or 0, p.get("ring_drops") or 0
+            if drops > RING_DROP_MAX * max(rx, 1):
+                both(f"{sw}'s link emulator port {port}: {drops} of {rx + drops} arriving frames "
+                     f"({drops / (rx + drops):.1%}) dropped by the full receive ring")
+            if tau_us:
+                in_packet_times(f"{sw}'s link emulator port {port}: p99 release slip",
+                                (p.get("slip_ns") or {}).get("p99", 0) / 1e3)
     for folder, a in (record.get("agents") or {}).items():
         late = (a.get("wake_late") or {}).get("p99_us")
         if tau_us and late is not None and (a.get("wake_late") or {}).get("samples", 0):

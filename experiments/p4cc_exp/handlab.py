@@ -16,6 +16,7 @@ import time
 
 from p4cc_control.program import Endpoint, program
 from p4cc_topo import load_topology, resolve_target
+from p4cc_topo.links import emulated_ports
 from p4cc_topo.plan import ArmPlan, Plan, collector_agent, switch_configs
 
 from .executors import auto_target, capability_problems
@@ -33,18 +34,35 @@ def _lab_plan(topo, configs) -> Plan:
                 arms=(arm,))
 
 
-def _choose(topo, configs, target: str) -> str:
+def _choose(topo, configs, target: str, links: str) -> str:
     """The target (auto: the same rule as `p4cc run`, said in one line)."""
     if target != "auto":
         return resolve_target(target)
-    chosen, why = auto_target(_lab_plan(topo, configs))
+    chosen, why = auto_target(_lab_plan(topo, configs), links)
     print(f"p4cc: target {chosen}: {why}", flush=True)
     return chosen
 
 
-def _check(topo, configs, target: str) -> None:
+def _say_links(configs, target: str, links: str) -> dict[str, list[int]]:
+    """On bmv2, which ports get p4cc's link emulator (said in one line)."""
+    if target != "bmv2":
+        return {}
+    ports = emulated_ports(configs)
+    if links == "netem":
+        if ports:
+            print("p4cc: links: delay and loss by the kernel's netem (--links netem)", flush=True)
+        return {}
+    if ports:
+        where = ", ".join(f"{s} port{'s' if len(ps) > 1 else ''} {', '.join(map(str, ps))}"
+                          for s, ps in ports.items())
+        print(f"p4cc: links: delay and loss by p4cc's link emulator in front of {where}",
+              flush=True)
+    return ports
+
+
+def _check(topo, configs, target: str, links: str) -> None:
     """Refuses what the target cannot apply, before anything is built."""
-    problems = capability_problems(_lab_plan(topo, configs), target)
+    problems = capability_problems(_lab_plan(topo, configs), target, links)
     if problems:
         n = len(problems)
         raise LabError(f"target {target} cannot apply {n} link propert{'y' if n == 1 else 'ies'}: "
@@ -89,16 +107,18 @@ def _terminate_on_sigterm() -> None:
     signal.signal(signal.SIGHUP, on_term)
 
 
-def up(topology: str, target: str = "auto", duration: float | None = None) -> int:
+def up(topology: str, target: str = "auto", duration: float | None = None,
+       links: str = "p4cc") -> int:
     """Brings the topology up in namespaces, programmed, until Ctrl-C."""
     from p4cc_topo import Network
 
     topo = load_topology(topology)
     configs = switch_configs(topo)
-    target = _choose(topo, configs, target)
-    _check(topo, configs, target)
+    target = _choose(topo, configs, target, links)
+    _check(topo, configs, target, links)
+    emulated = _say_links(configs, target, links)
     _terminate_on_sigterm()
-    with Network(topo, target=target, keep_logs=False) as net:
+    with Network(topo, target=target, keep_logs=False, links=links, emulated=emulated) as net:
         eps = _endpoints(net.endpoints())
         # The lab lets go of the switch once programmed: `p4cc ctl` is the
         # primary controller from then on.
@@ -119,7 +139,8 @@ def up(topology: str, target: str = "auto", duration: float | None = None) -> in
     return 0
 
 
-def mininet(topology: str, target: str = "auto", script: str | None = None) -> int:
+def mininet(topology: str, target: str = "auto", script: str | None = None,
+            links: str = "p4cc") -> int:
     """The topology at Mininet's prompt, programmed; everything is removed
     on exit (also on Ctrl-C at the shell and SIGTERM)."""
     try:
@@ -135,17 +156,18 @@ def mininet(topology: str, target: str = "auto", script: str | None = None) -> i
 
     topo = load_topology(topology)
     configs = switch_configs(topo)
-    target = _choose(topo, configs, target)
+    target = _choose(topo, configs, target, links)
     if target == "pyfwd":
         raise LabError("the Mininet lab runs a P4 target (embedded or bmv2)")
-    _check(topo, configs, target)
+    _check(topo, configs, target, links)
+    emulated = _say_links(configs, target, links)
     _terminate_on_sigterm()
     setLogLevel("output")  # what the prompt's commands print; Mininet's chatter stays off
     state = RunState.create(topology=topo.name, target=target, kind="mininet")
     start_watchdog(state.run_id, state.path)
     net = None
     try:
-        mtopo = P4ccTopo(topology=topo, target=target, run_id=state.run_id)
+        mtopo = P4ccTopo(topology=topo, target=target, run_id=state.run_id, emulated=emulated)
         state.set(links=mtopo.switch_ifaces())
         net = Mininet(topo=mtopo, switch=P4Switch, controller=None, autoSetMacs=False)
         net.start()
@@ -155,6 +177,8 @@ def mininet(topology: str, target: str = "auto", script: str | None = None) -> i
         for s in net.switches:
             if s.sw and s.sw.proc:
                 state.add_pid(s.sw.proc.pid, f"switch {s.name} ({target})")
+            if getattr(s, "link", None) is not None and s.link.proc:
+                state.add_pid(s.link.proc.pid, f"link emulator of {s.name}")
         eps = _endpoints(endpoints(net))
         state.set(status="up", switches={n: e.to_dict() for n, e in eps.items()})
         program(configs, eps).close()  # `p4cc ctl` is the primary controller from then on

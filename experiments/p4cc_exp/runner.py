@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import random
 import subprocess
@@ -20,7 +21,7 @@ from p4cc_control.errors import P4ccError
 from p4cc_topo import NetworkError, SwitchStartError, TargetCapabilityError
 from p4cc_topo.plan import Plan, PlanError
 
-from .executors import ExecutorError, make_executor
+from .arm_steps import ExecutorError
 from .experiment import Experiment
 from .params import ParamError, resolve
 from .progress import Progress
@@ -75,13 +76,62 @@ def arm_seconds(arm) -> float:
     return arm.end_s() + 2.0
 
 
+def make_executor(target: str, links: str = "p4cc"):
+    """``sim`` runs in virtual time; every other target in the namespace lab."""
+    if target == "sim":
+        from .simexec import VirtualTime
+        return VirtualTime()
+    from .executors import NamespaceLab
+    return NamespaceLab(target, links)
+
+
+def _set_by_user(name: str, overrides: list[str]) -> bool:
+    return any(o.split("=", 1)[0].strip() == name for o in overrides)
+
+
+def fit_to_bmv2(exp: Experiment, plan: Plan, target: str, overrides: list[str], scale: str,
+                links: str = "p4cc") -> tuple[Plan, str | None]:
+    """A run bound for bmv2 (``--target bmv2``, or ``auto`` with bmv2
+    installed) whose packet load is beyond what bmv2 forwards on this
+    machine runs at a rate it can carry, when the experiment has a rate
+    parameter the user did not set; returns the plan and the line saying
+    which rate and why (None when nothing changed)."""
+    from p4cc_topo.targets import TargetUnavailable, find_bmv2
+
+    from .executors import capability_problems, fit_rate
+    name = exp.rate_param
+    if not name or _set_by_user(name, overrides):
+        return plan, None
+    if target not in ("auto", "bmv2"):
+        return plan, None
+    if target == "auto" and os.environ.get("P4CC_TARGET", "auto") not in ("auto", "bmv2"):
+        return plan, None
+    try:
+        find_bmv2()
+    except TargetUnavailable:
+        return plan, None
+    if target == "auto" and capability_problems(plan, "bmv2", links):
+        return plan, None
+    rate = float(plan.params[name])
+    fit = fit_rate(plan, rate)
+    if fit is None:
+        return plan, None
+    new, why = fit
+    return (make_plan(exp, list(overrides) + [f"{name}={int(new)}"], scale),
+            f"{name} {rate / 1e6:g} Mb/s → {new / 1e6:g} Mb/s for bmv2: {why} "
+            f"(--set {name}=… keeps a rate of your choice)")
+
+
 def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str] | None = None,
         out: str | None = None, plan: Plan | None = None, plan_only: bool = False,
-        scale: str = "default") -> Path:
+        scale: str = "default", links: str = "p4cc") -> Path:
     """Runs ``exp`` (or a saved ``plan``) and returns the report's path
     (the plan's path with ``plan_only``)."""
+    fitted = None
     if plan is None:
         plan = make_plan(exp, overrides, scale)
+        if not plan_only:
+            plan, fitted = fit_to_bmv2(exp, plan, target, list(overrides or []), scale, links)
     else:
         exp = get(plan.experiment)
     p = plan.params
@@ -93,7 +143,7 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
     if plan_only:
         return plan_path
 
-    executor = make_executor(target)
+    executor = make_executor(target, links)
     meta = {"experiment": exp.id, "title": exp.title, "source": exp.source,
             "target_requested": target, "params": p, "arms": [a.name for a in plan.arms],
             "git_commit": _git_commit(), "host": platform.node(), "kernel": platform.release(),
@@ -101,9 +151,13 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
     progress = Progress(SETUP_S + sum(arm_seconds(a) + SETUP_S for a in plan.arms) + ANALYSIS_S)
     fidelity: dict[str, dict] = {}
     try:
+        if fitted:
+            progress.note(fitted)
         for line in executor.prepare(plan):
             progress.note(line)
         meta.update(executor.describe())
+        if fitted:
+            meta["notes"] = [fitted] + list(meta.get("notes") or [])
         (outdir / "params.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
         for arm in plan.arms:
             # A fresh network per arm: no queue, counter or socket state
@@ -125,6 +179,8 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
         executor.finish()
     meta["finished"] = datetime.now().isoformat(timespec="seconds")
     meta.update(executor.describe())
+    if fitted:
+        meta["notes"] = [fitted] + list(meta.get("notes") or [])
     (outdir / "params.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
 
     progress.phase("analysis and plots", ANALYSIS_S)

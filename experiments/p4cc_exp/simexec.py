@@ -17,7 +17,7 @@ from pathlib import Path
 from p4cc_control.program import Endpoint, program
 from p4cc_topo.plan import ArmPlan, Plan
 
-from .executors import ExecutorError, NamespaceLab, read_ports
+from .arm_steps import ExecutorError, apply_event, read_ports, schedule
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Kernel congestion controls and the transport algorithm that models each
@@ -148,13 +148,13 @@ class VirtualTime:
                 {"endpoints": {n: e.to_dict() for n, e in eps.items()}, "applied": sw.applied},
                 indent=1, default=str) + "\n")
             reads = {}
-            for offset, what, item in NamespaceLab.schedule(arm):
+            for offset, what, item in schedule(arm):
                 sim.send(cmd="run", until_s=offset)
                 ev = sim.until("paused", progress)
                 if ev.get("event") != "paused":
                     raise ExecutorError(f"p4cc-sim stopped at {ev.get('sim_s')} s")
                 if what == "event":
-                    NamespaceLab.apply_event(sw, item)
+                    apply_event(sw, item)
                 else:
                     reads[item] = {"unix_ns": ev["unix_ns"], "ports": read_ports(arm, sw, eps)}
         # The controller lets go first: the simulator exits once it is done,

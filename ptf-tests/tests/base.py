@@ -105,9 +105,12 @@ def session():
     switch, and one gRPC channel avoids an event loop per test."""
     if not _SESSION:
         p = params()
+        links = [int(x) for x in str(p.get("link_ports") or "").split(",") if x]
         _SESSION["target"] = make_target(p["target"], admin_addr=p.get("admin_addr"),
                                          thrift_port=p.get("thrift_port"), chip=p.get("chip"),
-                                         ports=[sw_port(x) for x in PORTS])
+                                         ports=[sw_port(x) for x in PORTS],
+                                         link_admin_addr=p.get("link_admin_addr"),
+                                         link_ports=links or None)
         _SESSION["sw"] = Switch.connect(p["grpc_addr"], device_id=int(p.get("device_id", 1)),
                                         p4info=p["p4info"], device_config=p["device_config"],
                                         push=False, reconnect=False,

@@ -46,7 +46,7 @@ impl SimSwitch {
         let (grpc, admin) = (bind("P4Runtime")?, bind("admin")?);
         let grpc_addr = grpc.local_addr().map_err(|e| SimError::Setup(e.to_string()))?;
         let admin_addr = admin.local_addr().map_err(|e| SimError::Setup(e.to_string()))?;
-        let adm = Admin { shared: shared.clone(), p4rt: service.clone(), device_id };
+        let adm = Admin { shared: shared.clone(), p4rt: Some(service.clone()), device_id };
         rt.spawn(async move {
             let Ok(l) = tokio::net::TcpListener::from_std(grpc) else { return };
             let _ = tonic::transport::Server::builder()

@@ -20,7 +20,10 @@ From the shell (no OVS, no OpenFlow controller)::
        --topo p4cc,dumbbell --switch p4cc --controller none --link default
 
 ``P4CC_TARGET`` picks the target (default embedded); :func:`endpoints` says
-where each switch listens. Mininet leftovers are Mininet's to clean
+where each switch listens. On bmv2, a port with a delay or a loss gets p4cc's
+link emulator (p4cc_topo.links) between bmv2 and Mininet's interface, as in
+p4cc's own labs (``p4cc mininet`` sets that up; by hand, give the switch
+``link_ends``). Mininet leftovers are Mininet's to clean
 (``mn -c`` — which also tries to stop OVS).
 """
 
@@ -36,6 +39,7 @@ from mininet.node import Switch  # noqa: E402
 from mininet.topo import Topo  # noqa: E402
 
 from p4cc_topo.builtin import load_topology  # noqa: E402
+from p4cc_topo.links import LinkProcess  # noqa: E402
 from p4cc_topo.model import GATEWAY_IP, Topology, port_mac  # noqa: E402
 from p4cc_topo.naming import port_ifname  # noqa: E402
 from p4cc_topo.network import OFFLOADS_OFF  # noqa: E402
@@ -58,10 +62,13 @@ class P4Switch(Switch):
     target : "embedded" | "bmv2" | "pyfwd" | "auto" (default $P4CC_TARGET or auto)
     routes : [{"prefix", "port", "dst_mac"}] (pyfwd only; P4 targets get
         theirs from the controller)
+    link_ends : bmv2 only: {port: (switch end, emulator end)}, the names of
+        a veth pair to create per port: bmv2 attaches to the first, p4cc's
+        link emulator bridges the second with Mininet's interface
     """
 
     def __init__(self, name, device_id=None, target=None, routes=None,
-                 log_dir=None, p4_json=None, run_id=MN_RUN_ID, **params):
+                 log_dir=None, p4_json=None, run_id=MN_RUN_ID, link_ends=None, **params):
         params.setdefault("inNamespace", False)
         Switch.__init__(self, name, **params)
         self.device_id = int(device_id) if device_id is not None else int(self.dpid, 16)
@@ -70,7 +77,9 @@ class P4Switch(Switch):
         self.log_dir = Path(log_dir) if log_dir else LOG_DIR
         self.p4_json = p4_json
         self.run_id = run_id
+        self.link_ends = {int(p): tuple(e) for p, e in (link_ends or {}).items()}
         self.sw = None
+        self.link = None
 
     def _ifaces(self) -> dict[int, str]:
         return dict(sorted((port, intf.name) for intf, port in self.ports.items()
@@ -98,10 +107,35 @@ class P4Switch(Switch):
             subprocess.run(["ethtool", "-K", intf.name] + [x for o in OFFLOADS_OFF for x in (o, "off")],
                            capture_output=True)
 
+    def _splice_links(self, ifaces: dict[int, str]) -> dict[int, str]:
+        """bmv2's ports with a link emulator: a veth pair each, bmv2 on one
+        end; returns the interfaces bmv2 attaches to."""
+        if self.target != "bmv2" or not self.link_ends:
+            return ifaces
+        out = dict(ifaces)
+        bridges = {}
+        for port, (sw_end, emu_end) in self.link_ends.items():
+            if port not in ifaces:
+                raise ValueError(f"{self.name}: no port {port} to put a link emulator in front of")
+            subprocess.run(["ip", "link", "add", sw_end, "type", "veth", "peer", "name", emu_end],
+                           check=True, capture_output=True)
+            for i in (sw_end, emu_end):
+                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{i}.disable_ipv6=1"], capture_output=True)
+                subprocess.run(["ethtool", "-K", i] + [x for o in OFFLOADS_OFF for x in (o, "off")],
+                               capture_output=True)
+                subprocess.run(["ip", "link", "set", i, "up"], check=True, capture_output=True)
+            out[port] = sw_end
+            bridges[port] = (emu_end, ifaces[port])
+        self.link = LinkProcess(self.name, bridges, self.run_id, self.log_dir)
+        self.link.start()
+        self.link.wait_ready()
+        return out
+
     def start(self, controllers):
         self._configure_neighbours()
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        common = dict(name=self.name, device_id=self.device_id, ports=self._ifaces(), run_id=self.run_id,
+        common = dict(name=self.name, device_id=self.device_id,
+                      ports=self._splice_links(self._ifaces()), run_id=self.run_id,
                       log_dir=self.log_dir)
         if self.target == "embedded":
             self.sw = EmbeddedSwitch(**common)
@@ -116,17 +150,34 @@ class P4Switch(Switch):
     def grpc_addr(self) -> str | None:
         return self.sw.grpc_addr if self.sw else None
 
+    def describe(self) -> dict:
+        """Where it listens (as Network.endpoints()): what p4cc_control.program.Endpoint takes."""
+        d = self.sw.describe()
+        if self.link is not None:
+            d["link_admin_addr"] = self.link.admin_addr
+            d["link_ports"] = sorted(self.link_ends)
+        return d
+
     def stop(self, deleteIntfs=True):
         if self.sw is not None and self.sw.proc is not None:
             terminate([self.sw.proc])
+        if self.link is not None and self.link.proc is not None:
+            terminate([self.link.proc])
+        for sw_end, _ in self.link_ends.values():
+            subprocess.run(["ip", "link", "del", sw_end], capture_output=True)
         Switch.stop(self, deleteIntfs)
 
 
 class P4ccTopo(Topo):
     """A Mininet Topo from a p4cc topology (name, YAML path, or Topology)."""
 
-    def build(self, topology="two_hosts", target=None, run_id=None, **params):
+    def build(self, topology="two_hosts", target=None, run_id=None, emulated=None, **params):
+        """``emulated``: per switch the ports that get p4cc's link emulator
+        (bmv2; needs a p4cc ``run_id`` for the interface names)."""
         topo = topology if isinstance(topology, Topology) else load_topology(topology, **params)
+        emulated = emulated or {}
+        if emulated and not run_id:
+            raise ValueError("link emulators need a p4cc run id (their interfaces carry it)")
         self.p4cc = topo
         # With a p4cc run id, switch-side interfaces follow p4cc's naming, so
         # `p4cc clean` and the run's watchdog can remove them if Mininet cannot.
@@ -138,8 +189,11 @@ class P4ccTopo(Topo):
         for h in topo.hosts.values():
             self.addHost(h.name, ip=h.cidr, mac=h.mac)
         for s in topo.switches.values():
+            ends = {p: (port_ifname(run_id, s.index, p, "e"), port_ifname(run_id, s.index, p, "w"))
+                    for p in emulated.get(s.name, [])}
+            self._ifaces += [i for pair in ends.values() for i in pair]
             self.addSwitch(s.name, cls=P4Switch, dpid=f"{s.id:x}", device_id=s.id, target=tgt,
-                           routes=routes[s.name], run_id=run_id or MN_RUN_ID)
+                           routes=routes[s.name], run_id=run_id or MN_RUN_ID, link_ends=ends)
         for l in topo.links:
             kw = {}
             for i, end in ((1, l.a), (2, l.b)):
@@ -147,7 +201,11 @@ class P4ccTopo(Topo):
                     continue
                 kw[f"port{i}"] = end.port
                 if run_id:
-                    name = port_ifname(run_id, topo.switches[end.node].index, end.port)
+                    # A port with a link emulator: Mininet's interface is the
+                    # emulator's end facing the peer.
+                    spliced = end.port in emulated.get(end.node, [])
+                    name = port_ifname(run_id, topo.switches[end.node].index, end.port,
+                                       "p" if spliced else "e")
                     kw[f"intfName{i}"] = name
                     self._ifaces.append(name)
             self.addLink(l.a.node, l.b.node, **kw)
@@ -160,7 +218,7 @@ class P4ccTopo(Topo):
 def endpoints(net) -> dict[str, dict]:
     """Per switch of a running Mininet net where it listens (as
     Network.endpoints()): what p4cc_control.program.Endpoint takes."""
-    return {s: net.get(s).sw.describe() for s in net.topo.p4cc.switches}
+    return {s: net.get(s).describe() for s in net.topo.p4cc.switches}
 
 
 # `mn --custom this_file --topo p4cc,NAME[,key=value...] --switch p4cc`

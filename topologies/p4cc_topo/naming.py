@@ -10,6 +10,13 @@ host namespace     ``p4cc-<run>-<host>``            ``p4cc-7f3a-h1``
 switch port (veth  ``p4cc<run>s<index>e<port>``     ``p4cc7f3as1e3``
 end in the root
 namespace)
+link emulator      ``p4cc<run>s<index>w<port>``     ``p4cc7f3as1w3``
+end facing the
+switch port (bmv2,
+docs/topologies.md)
+link emulator      ``p4cc<run>s<index>p<port>``     ``p4cc7f3as1p3``
+end facing the
+port's peer
 host interface     ``eth0`` inside its namespace    (gone with the namespace)
 process marker     env ``P4CC_RUN_ID=<run>``        every process p4cc starts
 state file         ``/run/p4cc/<run>.json``         ``/run/p4cc/7f3a.json``
@@ -28,7 +35,7 @@ import secrets
 
 RUN_ID_RE = r"[0-9][0-9a-f]{3}"
 NETNS_RE = re.compile(rf"^p4cc-({RUN_ID_RE})-([a-z][a-z0-9_]*)$")
-LINK_RE = re.compile(rf"^p4cc({RUN_ID_RE})s([0-9]{{1,2}})e([0-9]{{1,3}})$")
+LINK_RE = re.compile(rf"^p4cc({RUN_ID_RE})s([0-9]{{1,2}})[ewp]([0-9]{{1,3}})$")
 RUN_ID_FULL_RE = re.compile(rf"^{RUN_ID_RE}$")
 ENV_RUN_ID = "P4CC_RUN_ID"
 IFNAMSIZ = 15  # usable characters of a Linux interface name
@@ -49,8 +56,13 @@ def netns_name(run_id: str, host: str) -> str:
     return f"p4cc-{run_id}-{host}"
 
 
-def port_ifname(run_id: str, switch_index: int, port: int) -> str:
-    name = f"p4cc{run_id}s{switch_index}e{port}"
+def port_ifname(run_id: str, switch_index: int, port: int, end: str = "e") -> str:
+    """The root-namespace interface of a switch port: ``e``, the end the
+    switch attaches to; with a link emulator spliced in (bmv2), ``w``, its
+    end facing the switch, and ``p``, its end facing the port's peer."""
+    if end not in ("e", "w", "p"):
+        raise ValueError(f"interface end {end!r} is not e, w or p")
+    name = f"p4cc{run_id}s{switch_index}{end}{port}"
     if len(name) > IFNAMSIZ:
         raise ValueError(f"interface name {name} is longer than {IFNAMSIZ} characters")
     return name

@@ -24,7 +24,9 @@ What each host gets (docs/topologies.md, "Addressing"):
 The switch ends of the links stay in the root namespace, named
 ``p4cc<run>s<switch index>e<port>``, IPv6 off, offloads off; their own MAC
 differs from the port MAC the hosts address, so the root namespace's kernel
-ignores the frames the switch forwards.
+ignores the frames the switch forwards. On bmv2, a port with a delay or a
+loss gets p4cc's link emulator spliced in front of it (p4cc_topo.links):
+two more root-namespace ends, ``…w<port>`` and ``…p<port>``.
 
 The switches start bare (their ports only); everything else reaches them
 through the controller.
@@ -44,6 +46,8 @@ from . import cleanup as _cleanup
 from .model import GATEWAY_IP, Topology, port_mac
 from .naming import ENV_RUN_ID, check_run_id, netns_name
 from .state import RunState
+from .links import LINK_MODES, LinkProcess
+from .naming import port_ifname
 from .targets import (SwitchProcess, SwitchStartError, interfaces, log_tail, make_switch,
                       resolve_target, spawn, terminate)
 
@@ -92,6 +96,14 @@ class Network:
     keep_logs : logs in the default location (/tmp/p4cc/runs/<run>) are
         removed after a clean exit and kept after an error (None); True keeps
         them, False removes them. A ``log_dir`` you give is never removed.
+    links : "p4cc" splices p4cc's link emulator in front of the ports in
+        ``emulated``; "netem" leaves bmv2's delay and loss to netem on the
+        port's interface (the controller applies them either way)
+    emulated : per switch the ports that get a link emulator (bmv2's
+        default: those whose link has a delay or a loss in ``topo``;
+        p4cc_topo.links.emulated_ports computes them from a plan; other
+        targets have a link model of their own and get one only when
+        ``emulated`` names the ports)
     """
 
     def __init__(self, topo: Topology, target: str = "auto", run_id: str | None = None,
@@ -100,8 +112,16 @@ class Network:
                  seed: int | None = None, routes: dict | None = None, watchdog: bool = True,
                  clean_stale: bool = True, start_switches: bool = True,
                  ready_timeout: float = 20.0, handle_signals: bool = True,
-                 keep_logs: bool | None = None, rt_prio: int | None = None):
+                 keep_logs: bool | None = None, rt_prio: int | None = None,
+                 links: str = "p4cc", emulated: dict[str, list[int]] | None = None):
+        if links not in LINK_MODES:
+            raise ValueError(f"links {links!r}: use {' or '.join(LINK_MODES)}")
         self.topo = topo
+        self.links = links
+        self._emulated_arg = emulated
+        #: per switch, the ports with a link emulator (bmv2 with links="p4cc")
+        self.emulated: dict[str, list[int]] = {}
+        self.link_procs: dict[str, LinkProcess] = {}
         # SCHED_FIFO priority of the embedded switch's packet thread (realtime.py)
         self.rt_prio = rt_prio
         self.requested_target = target
@@ -190,9 +210,9 @@ class Network:
         self.log_dir = self._log_dir_arg or (LOG_ROOT / rid)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.ports = interfaces(topo, rid)
+        self.emulated = self._emulated_ports()
         plan_netns = [netns_name(rid, h) for h in topo.hosts]
-        for sw in self.ports.values():
-            plan_links += list(sw.values())
+        plan_links = self._all_port_ifaces()
         self.state.set(netns=plan_netns, links=plan_links, log_dir=str(self.log_dir),
                        hosts=sorted(topo.hosts))
         if self.watchdog:
@@ -230,6 +250,7 @@ class Network:
                     pass
             terminate([p for _, p in self.procs])
             terminate([s.proc for s in self.switches.values() if s.proc is not None])
+            terminate([l.proc for l in self.link_procs.values() if l.proc is not None])
             if self.run_id:
                 res = _cleanup.cleanup_run(self.run_id)
                 left = res.get("left", {})
@@ -263,6 +284,31 @@ class Network:
         _run(["ip", "-batch", "-"], input="\n".join(f"netns add {n}" for n in names) + "\n",
              what="creating host namespaces")
 
+    def _emulated_ports(self) -> dict[str, list[int]]:
+        if self.links != "p4cc":
+            return {}
+        if self._emulated_arg is not None:
+            return {n: sorted(int(p) for p in ps) for n, ps in self._emulated_arg.items() if ps}
+        if self.target != "bmv2":
+            return {}
+        out: dict[str, list[int]] = {}
+        for name in self.topo.switches:
+            for port, l in self.topo.switch_links(name):
+                if l.delay_us or l.loss.get(name):
+                    out.setdefault(name, []).append(port)
+        return out
+
+    def _link_end(self, switch: str, port: int, end: str) -> str:
+        return port_ifname(self.run_id, self.topo.switches[switch].index, port, end)
+
+    def _cable_end(self, switch: str, port: int) -> str:
+        """The root-namespace end of the cable to a switch port's peer:
+        the switch's own interface, or the link emulator's end facing the
+        peer when one is spliced in."""
+        if port in self.emulated.get(switch, ()):
+            return self._link_end(switch, port, "p")
+        return self.ports[switch][port]
+
     def _create_links(self) -> None:
         lines = []
         rid = self.run_id
@@ -272,17 +318,23 @@ class Network:
             host_ends = [e for e in ends if e.node in self.topo.hosts]
             if host_ends:
                 h, s = host_ends[0], sw_ends[0]
-                iface = self.ports[s.node][s.port]
-                lines.append(f"link add {iface} type veth peer name {HOST_IFACE} "
-                             f"netns {netns_name(rid, h.node)}")
+                lines.append(f"link add {self._cable_end(s.node, s.port)} type veth peer name "
+                             f"{HOST_IFACE} netns {netns_name(rid, h.node)}")
             else:
                 a, b = sw_ends
-                lines.append(f"link add {self.ports[a.node][a.port]} type veth "
-                             f"peer name {self.ports[b.node][b.port]}")
+                lines.append(f"link add {self._cable_end(a.node, a.port)} type veth "
+                             f"peer name {self._cable_end(b.node, b.port)}")
+        for sw, ports in self.emulated.items():
+            for port in ports:
+                lines.append(f"link add {self.ports[sw][port]} type veth "
+                             f"peer name {self._link_end(sw, port, 'w')}")
         _run(["ip", "-batch", "-"], input="\n".join(lines) + "\n", what="creating veth links")
 
     def _all_port_ifaces(self) -> list[str]:
-        return [i for sw in self.ports.values() for i in sw.values()]
+        out = [i for sw in self.ports.values() for i in sw.values()]
+        for sw, ports in self.emulated.items():
+            out += [self._link_end(sw, p, end) for p in ports for end in ("w", "p")]
+        return out
 
     def _configure_switch_ends(self) -> None:
         ifaces = self._all_port_ifaces()
@@ -345,8 +397,16 @@ class Network:
             self.switches[name] = s
             s.start()
             self.state.add_pid(s.proc.pid, f"switch {name} ({self.target})")
+        for name, ports in self.emulated.items():
+            lp = LinkProcess(name, {p: (self._link_end(name, p, "w"), self._link_end(name, p, "p"))
+                                    for p in ports}, self.run_id, self.log_dir, seed=self.seed)
+            self.link_procs[name] = lp
+            lp.start()
+            self.state.add_pid(lp.proc.pid, f"link emulator of {name}")
         for s in self.switches.values():
             s.wait_ready(self.ready_timeout)
+        for lp in self.link_procs.values():
+            lp.wait_ready(self.ready_timeout)
 
     # ------------------------------------------------------------ queries
     def netns(self, host: str) -> str:
@@ -362,13 +422,24 @@ class Network:
 
     def endpoints(self) -> dict[str, dict]:
         """Per switch where it listens and what it is (name, target,
-        grpc_addr, device_id, port_ifaces, admin_addr/thrift_port):
-        what p4cc_control.program.Endpoint takes."""
-        return {n: s.describe() for n, s in self.switches.items()}
+        grpc_addr, device_id, port_ifaces, admin_addr/thrift_port, and the
+        link emulator's link_admin_addr and link_ports where one serves
+        it): what p4cc_control.program.Endpoint takes."""
+        out = {}
+        for n, s in self.switches.items():
+            d = s.describe()
+            if n in self.link_procs:
+                d["link_admin_addr"] = self.link_procs[n].admin_addr
+                d["link_ports"] = list(self.emulated[n])
+            out[n] = d
+        return out
 
     def dead_switches(self) -> list[str]:
-        """Names of switches whose process has exited."""
-        return [n for n, s in self.switches.items() if s.proc is not None and s.proc.poll() is not None]
+        """Names of switches (or their link emulators) whose process has exited."""
+        dead = [n for n, s in self.switches.items() if s.proc is not None and s.proc.poll() is not None]
+        dead += [f"link emulator of {n}" for n, l in self.link_procs.items()
+                 if l.proc is not None and l.proc.poll() is not None]
+        return dead
 
     def check_alive(self) -> None:
         """Raise :class:`SwitchStartError` (with the log tail) if a switch died."""

@@ -378,6 +378,47 @@ def test_bmv2_two_hosts():
     assert_clean(rid)
 
 
+def test_link_emulators_give_their_ports_delay_and_are_torn_down():
+    """p4cc-link spliced in front of three ports of a two-switch chain (as
+    on bmv2; here in front of the test forwarder): each port's delay, set
+    through the emulator's admin API, adds to the round trip, once per
+    direction; a dead emulator is reported; nothing is left."""
+    import json
+    import re
+    import urllib.request
+
+    from p4cc_topo.links import find_link
+    try:
+        find_link()
+    except TargetUnavailable as e:
+        pytest.skip(str(e))
+    topo = Topology.from_dict(TWO_SWITCHES)
+    emulated = {"s1": [1, 2], "s2": [2]}
+    with Network(topo, target="pyfwd", emulated=emulated) as net:
+        rid = net.run_id
+        assert net.emulated == emulated and set(net.link_procs) == {"s1", "s2"}
+        eps = net.endpoints()
+        assert eps["s1"]["link_ports"] == [1, 2] and eps["s2"]["link_ports"] == [2]
+        for sw, port, delay_us in (("s1", 1, 2000), ("s1", 2, 3000), ("s2", 2, 1000)):
+            req = urllib.request.Request(f"http://{eps[sw]['link_admin_addr']}/ports/{port}",
+                                         data=json.dumps({"delay_us": delay_us}).encode(),
+                                         method="PUT")
+            urllib.request.urlopen(req, timeout=5).read()
+        out = net.run("a", ["ping", "-n", "-c", "5", "-i", "0.2", net.ip("b")]).stdout
+        # a -> b: s1 port 2 (3 ms); b -> a: s2 port 2 (1 ms), s1 port 1 (2 ms)
+        rtt_min = float(re.search(r"= ([\d.]+)/", out).group(1))
+        assert 6.0 <= rtt_min < 6.0 + 4.0, out
+        assert net.ping("c", "a")
+        names = {l for l in subprocess.run(["ip", "-o", "link"], capture_output=True,
+                                           text=True).stdout.split() if l.startswith(f"p4cc{rid}")}
+        for end in ("w", "p"):
+            assert any(n.startswith(naming.port_ifname(rid, 1, 2, end)) for n in names), names
+        net.link_procs["s2"].proc.kill()
+        net.link_procs["s2"].proc.wait()
+        assert net.dead_switches() == ["link emulator of s2"]
+    assert_clean(rid)
+
+
 def test_start_without_with_is_torn_down_at_exit(env_with_pkg):
     rid = fresh_run_id()
     script = (

@@ -59,6 +59,7 @@ class DctcpQueue(Experiment):
     # intra-rack RTT of 100 µs, every packet's queue reported.
     paper = ["rate=1Gbps", "buffer=466", "k=20", "rtt=100us", "duration=5", "warmup=1",
              "sample=1"]
+    rate_param = "rate"
     params = [
         Param("rate", "100Mbps", "bottleneck (and access) line rate", rate_bps, 1e6, 1e11),
         Param("k", 20, "ECN marking threshold K, packets", int, 0, 10_000),

@@ -1,4 +1,5 @@
-//! Run-time admin API (HTTP + JSON, localhost): port settings and counters.
+//! Run-time admin API (HTTP + JSON, localhost): port settings and counters,
+//! of the embedded switch and of the link emulator alike.
 //! docs/embedded-target.md documents it.
 use crate::shared::{PortShared, Shared};
 use axum::body::Bytes;
@@ -16,7 +17,9 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Admin {
     pub shared: Arc<Shared>,
-    pub p4rt: P4RuntimeService,
+    /// The switch's P4Runtime service; `None` for a process without a
+    /// pipeline (the link emulator).
+    pub p4rt: Option<P4RuntimeService>,
     pub device_id: u64,
 }
 
@@ -102,7 +105,7 @@ async fn status(State(a): State<Admin>) -> Response {
     let uptime = (ports::socket::monotonic_ns() - a.shared.start_ns) as f64 / 1e9;
     Json(json!({
         "device_id": a.device_id,
-        "pipeline": a.p4rt.committed().is_some(),
+        "pipeline": a.p4rt.as_ref().map(|s| s.committed().is_some()),
         "uptime_s": uptime,
         "unknown_port_drops": a.shared.unknown_port_drops.load(Relaxed),
         "no_pipeline_drops": a.shared.no_pipeline_drops.load(Relaxed),

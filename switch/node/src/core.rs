@@ -298,3 +298,36 @@ impl SwitchCore {
         }
     }
 }
+
+impl crate::socket_loop::Datapath for SwitchCore {
+    fn sync(&mut self) {
+        SwitchCore::sync(self)
+    }
+    fn port_num(&self, i: usize) -> u32 {
+        self.ports[i].num
+    }
+    fn stats_mut(&mut self, i: usize) -> &mut ports::queue::PortStats {
+        &mut self.ports[i].egress.stats
+    }
+    fn ingress(&mut self, frame: &[u8], port: u32, t: u64) {
+        SwitchCore::ingress(self, frame, port, t);
+    }
+    fn enqueue_arrivals(&mut self) {
+        SwitchCore::enqueue_arrivals(self)
+    }
+    fn advance(&mut self, i: usize, t: u64) -> bool {
+        SwitchCore::advance(self, i, t)
+    }
+    fn pop_released(&mut self, i: usize, t: u64) -> Option<Vec<u8>> {
+        SwitchCore::pop_released(self, i, t)
+    }
+    fn recycle_frame(&mut self, frame: Vec<u8>) {
+        SwitchCore::recycle_frame(self, frame)
+    }
+    fn next_event_ns(&self) -> Option<u64> {
+        SwitchCore::next_event_ns(self)
+    }
+    fn publish(&self) {
+        SwitchCore::publish(self)
+    }
+}

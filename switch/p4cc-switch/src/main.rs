@@ -1,10 +1,8 @@
 //! p4cc-switch: the p4cc embedded target. Executes p4c's bmv2 JSON on Linux
 //! interfaces and serves P4Runtime like bmv2's simple_switch_grpc, with
 //! per-port line rate, propagation delay and random loss.
-mod dataplane;
-
-use dataplane::Dataplane;
-use node::{admin, PortShared, Shared};
+use node::process::{die, init_logging, parse_log_level, parse_rt_prio, realtime};
+use node::{admin, PortShared, Shared, SocketLoop, SwitchCore};
 use p4rt::proto::p4::config::v1::P4Info;
 use p4rt::{P4RuntimeService, PipelineSlot};
 use ports::config::{PortFile, PortTableBuilder};
@@ -49,24 +47,6 @@ usage: p4cc-switch [options]
 Hosts attached to the switch must turn offloads off:
   ethtool -K IFACE tso off gso off gro off (and tx off for checksum offload)
 ";
-
-/// Makes the calling thread SCHED_FIFO at `prio`: it then runs as soon as
-/// it wakes, ahead of every ordinary task, so other load on the machine
-/// does not delay departures.
-fn realtime(prio: i32) -> std::io::Result<()> {
-    let p = libc::sched_param { sched_priority: prio };
-    // SAFETY: sched_setscheduler on the calling thread with a valid param.
-    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// Prints a one-line reason and exits.
-fn die(code: i32, msg: impl std::fmt::Display) -> ! {
-    eprintln!("p4cc-switch: {msg}");
-    exit(code)
-}
 
 struct Opts {
     grpc_addr: SocketAddr,
@@ -151,20 +131,9 @@ fn parse_args(args: Vec<String>) -> Result<Opts, String> {
             }
             "--rt-prio" => {
                 let v = val(&flag)?;
-                o.rt_prio = match v.parse::<i32>() {
-                    Ok(n) if (1..=99).contains(&n) => Some(n),
-                    _ => return Err(format!("--rt-prio: '{v}' is not a priority from 1 to 99")),
-                }
+                o.rt_prio = Some(parse_rt_prio(&v)?);
             }
-            "--log-level" => {
-                o.level = match val(&flag)?.as_str() {
-                    "off" => log::LevelFilter::Off,
-                    "error" => log::LevelFilter::Error,
-                    "info" => log::LevelFilter::Info,
-                    "debug" => log::LevelFilter::Debug,
-                    x => return Err(format!("--log-level: '{x}' is not one of off, error, info, debug")),
-                }
-            }
+            "--log-level" => o.level = parse_log_level(&val(&flag)?)?,
             x => return Err(format!("unknown option '{x}' (see --help)")),
         }
     }
@@ -197,26 +166,12 @@ fn parse_args(args: Vec<String>) -> Result<Opts, String> {
     Ok(o)
 }
 
-struct Logger;
-
-impl log::Log for Logger {
-    fn enabled(&self, m: &log::Metadata) -> bool {
-        m.level() <= log::max_level()
-    }
-    fn log(&self, r: &log::Record) {
-        if self.enabled(r.metadata()) && r.target().starts_with("p4") {
-            eprintln!("p4cc-switch [{}] {}", r.level().as_str().to_lowercase(), r.args());
-        }
-    }
-    fn flush(&self) {}
-}
-
 fn main() {
+    init_logging("p4cc-switch", log::LevelFilter::Info);
     let o = match parse_args(std::env::args().skip(1).collect()) {
         Ok(o) => o,
         Err(e) => die(2, e),
     };
-    let _ = log::set_logger(&Logger);
     log::set_max_level(o.level);
 
     // Interfaces first: a missing one is the most common mistake.
@@ -268,7 +223,19 @@ fn main() {
         let sh = shared.clone();
         service.set_packet_out_waker(Arc::new(move || sh.wake()));
     }
-    let dp = Dataplane::new(socks, shared.clone(), slot, o.seed, o.cpu_port, Some(service.clone()), po_rx);
+    let core = SwitchCore::new(shared.clone(), slot, o.seed, o.cpu_port, Some(service.clone()));
+    let dp = SocketLoop::new(core, socks.into_iter().map(|(_, s)| s).collect(), shared.clone());
+    let mut po_rx = po_rx;
+    // Packet-out from the controller: ingress on the CPU port.
+    let packet_out = move |core: &mut SwitchCore, now: u64| {
+        let Some(rx) = po_rx.as_mut() else { return false };
+        let mut any = false;
+        while let Ok(f) = rx.try_recv() {
+            core.packet_out(&f.frame, now);
+            any = true;
+        }
+        any
+    };
     let rt_prio = o.rt_prio;
     let packet_thread = std::thread::Builder::new()
         .name("p4cc-packets".into())
@@ -278,7 +245,7 @@ fn main() {
                     die(1, format!("--rt-prio {p}: cannot run the packet thread as SCHED_FIFO: {e} (needs root or CAP_SYS_NICE)"));
                 }
             }
-            dp.run()
+            dp.run(packet_out)
         })
         .unwrap_or_else(|e| die(1, format!("cannot start the packet thread: {e}")));
 
@@ -290,7 +257,7 @@ fn main() {
         .build()
         .unwrap_or_else(|e| die(1, format!("tokio: {e}")));
 
-    let admin = admin::Admin { shared: shared.clone(), p4rt: service.clone(), device_id: o.device_id };
+    let admin = admin::Admin { shared: shared.clone(), p4rt: Some(service.clone()), device_id: o.device_id };
     let code = rt.block_on(async move {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let grpc = tokio::net::TcpListener::from_std(grpc).unwrap_or_else(|e| die(1, e));

@@ -1,14 +1,15 @@
-//! The packet thread: the switch's packet path (p4cc-node's SwitchCore) on
-//! real interfaces and the monotonic clock — receive into ingress, run the
-//! departures that are due, send what the links released, sleep until the
-//! next departure or frame.
-use node::{Shared, SwitchCore};
-use p4rt::{P4RuntimeService, PacketOutFrame, PipelineSlot};
+//! The packet thread of a process on real interfaces: receive into the
+//! datapath, run the departures that are due, send what the links
+//! released, sleep until the next departure or frame. One loop for every
+//! datapath on sockets — the embedded switch ([`SwitchCore`](crate::SwitchCore))
+//! and the link emulator ([`LinkCore`](crate::LinkCore)) — on the
+//! monotonic clock, so both keep the same timing and the same counters.
+use crate::shared::Shared;
+use ports::queue::PortStats;
 use ports::socket::{monotonic_ns, realtime_ns, set_precise_timers, wait_readable};
 use ports::PacketSocket;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use tokio::sync::mpsc;
 
 /// Frames read from one interface per pass before the others get a turn.
 const RX_BUDGET: usize = 64;
@@ -26,35 +27,52 @@ const RING_STATS_NS: u64 = 100_000_000;
 /// taken as arriving this long ago).
 const MAX_RX_AGE_NS: u64 = ports::queue::MAX_LAG_NS;
 
+/// What the loop drives: ports numbered as the datapath knows them, each
+/// with its egress link; frames in, departures and released frames out.
+/// Times are ns on the loop's clock (monotonic, from `Shared::start_ns`).
+pub trait Datapath {
+    /// Picks up what the control plane changed (settings, a new pipeline).
+    fn sync(&mut self);
+    /// The port number of the `i`-th port (the order of `Shared::ports`).
+    fn port_num(&self, i: usize) -> u32;
+    /// The `i`-th port's counters, which the loop adds its I/O counts to.
+    fn stats_mut(&mut self, i: usize) -> &mut PortStats;
+    /// A frame that arrived on `port` at `t`; [`enqueue_arrivals`](Self::enqueue_arrivals)
+    /// follows each receive pass.
+    fn ingress(&mut self, frame: &[u8], port: u32, t: u64);
+    /// What the pass's ingress produced joins its queues.
+    fn enqueue_arrivals(&mut self);
+    /// Port `i`'s departures due by `t`; whether any left.
+    fn advance(&mut self, i: usize, t: u64) -> bool;
+    /// Port `i`'s next frame whose propagation is over by `t`.
+    fn pop_released(&mut self, i: usize, t: u64) -> Option<Vec<u8>>;
+    /// A frame that was sent, for reuse.
+    fn recycle_frame(&mut self, _frame: Vec<u8>) {}
+    /// The earliest time any port has something to do.
+    fn next_event_ns(&self) -> Option<u64>;
+    /// Publishes counters for the control plane.
+    fn publish(&self);
+}
+
 /// A port's socket and the frames waiting to be sent on it.
 struct PortIo {
     sock: PacketSocket,
     tx: Vec<Vec<u8>>,
 }
 
-pub struct Dataplane {
-    core: SwitchCore,
-    /// Parallel to `core.ports` (and `shared.ports`).
+/// A [`Datapath`] on sockets.
+pub struct SocketLoop<D: Datapath> {
+    dp: D,
+    /// Parallel to the datapath's ports (and `shared.ports`).
     io: Vec<PortIo>,
     shared: Arc<Shared>,
-    packet_out: Option<mpsc::Receiver<PacketOutFrame>>,
 }
 
-impl Dataplane {
-    /// `socks` in the order of `shared.ports`.
-    pub fn new(
-        socks: Vec<(u32, PacketSocket)>,
-        shared: Arc<Shared>,
-        slot: Arc<PipelineSlot>,
-        seed: u64,
-        cpu_port: Option<u32>,
-        p4rt: Option<P4RuntimeService>,
-        packet_out: Option<mpsc::Receiver<PacketOutFrame>>,
-    ) -> Dataplane {
-        debug_assert!(socks.iter().zip(&shared.ports).all(|((n, _), p)| *n == p.port));
-        let core = SwitchCore::new(shared.clone(), slot, seed, cpu_port, p4rt);
-        let io = socks.into_iter().map(|(_, sock)| PortIo { sock, tx: Vec::with_capacity(64) }).collect();
-        Dataplane { core, io, shared, packet_out }
+impl<D: Datapath> SocketLoop<D> {
+    /// `socks` in the order of `shared.ports`, which is the datapath's.
+    pub fn new(dp: D, socks: Vec<PacketSocket>, shared: Arc<Shared>) -> SocketLoop<D> {
+        let io = socks.into_iter().map(|sock| PortIo { sock, tx: Vec::with_capacity(64) }).collect();
+        SocketLoop { dp, io, shared }
     }
 
     fn now(&self) -> u64 {
@@ -64,26 +82,30 @@ impl Dataplane {
     /// Clears socket errors poll reported (else poll would return at once,
     /// forever); stops polling an interface that disappeared.
     fn check_errors(&mut self, pollfds: &mut [libc::pollfd]) {
-        for (i, (p, io)) in self.core.ports.iter().zip(&self.io).enumerate() {
+        for (i, io) in self.io.iter().enumerate() {
             let pf = &mut pollfds[i];
             if pf.fd < 0 || pf.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) == 0 {
                 continue;
             }
+            let num = self.dp.port_num(i);
             let err = io.sock.take_error();
             if !io.sock.interface_exists() || pf.revents & libc::POLLNVAL != 0 {
-                log::error!("port {}: interface {} is gone; the port no longer receives", p.num, io.sock.iface());
+                log::error!("port {num}: interface {} is gone; the port no longer receives", io.sock.iface());
                 pf.fd = -1;
             } else if let Some(e) = err {
-                log::info!("port {} ({}): {e}", p.num, io.sock.iface());
+                log::info!("port {num} ({}): {e}", io.sock.iface());
             } else if pf.revents & libc::POLLHUP != 0 {
-                log::error!("port {} ({}): socket hung up; the port no longer receives", p.num, io.sock.iface());
+                log::error!("port {num} ({}): socket hung up; the port no longer receives", io.sock.iface());
                 pf.fd = -1;
             }
         }
     }
 
-    /// Runs until `shared.stop` is set.
-    pub fn run(mut self) {
+    /// Runs until `shared.stop` is set. `control` runs once a pass, before
+    /// the departures, for what reaches the datapath from elsewhere than
+    /// its interfaces (the switch's packet-out); it returns whether it did
+    /// anything.
+    pub fn run(mut self, mut control: impl FnMut(&mut D, u64) -> bool) {
         set_precise_timers();
         let mut pollfds: Vec<libc::pollfd> =
             self.io.iter().map(|p| libc::pollfd { fd: p.sock.fd(), events: libc::POLLIN, revents: 0 }).collect();
@@ -92,7 +114,7 @@ impl Dataplane {
         let mut last_ring_stats = 0u64;
 
         while !self.shared.stop.load(Relaxed) {
-            self.core.sync();
+            self.dp.sync();
             let now = self.now();
             // Receive timestamps are CLOCK_REALTIME; this maps them to our clock.
             let rt_base = realtime_ns().saturating_sub(monotonic_ns() - self.shared.start_ns);
@@ -100,8 +122,8 @@ impl Dataplane {
 
             // Receive.
             for i in 0..self.io.len() {
-                let Dataplane { core, io, .. } = &mut self;
-                let num = core.ports[i].num;
+                let SocketLoop { dp, io, .. } = &mut self;
+                let num = dp.port_num(i);
                 let (mut rx_pkts, mut rx_bytes) = (0u64, 0u64);
                 let p = &mut io[i];
                 let trunc_before = p.sock.rx_truncated;
@@ -109,9 +131,9 @@ impl Dataplane {
                     rx_pkts += 1;
                     rx_bytes += frame.len() as u64;
                     let t = ts.saturating_sub(rt_base).clamp(now.saturating_sub(MAX_RX_AGE_NS), now);
-                    core.ingress(frame, num, t);
+                    dp.ingress(frame, num, t);
                 });
-                let st = &mut core.ports[i].egress.stats;
+                let st = dp.stats_mut(i);
                 st.rx_pkts += rx_pkts;
                 st.rx_bytes += rx_bytes;
                 st.rx_dropped += p.sock.rx_truncated - trunc_before;
@@ -119,37 +141,28 @@ impl Dataplane {
                     busy = true;
                 }
             }
-            // All ports' frames at once, in arrival order (see enqueue_arrivals).
-            self.core.enqueue_arrivals();
-
-            // Packet-out from the controller: ingress on the CPU port.
-            if let Some(rx) = self.packet_out.as_mut() {
-                let mut frames = Vec::new();
-                while let Ok(f) = rx.try_recv() {
-                    frames.push(f);
-                }
-                for f in frames {
-                    self.core.packet_out(&f.frame, now);
-                }
-            }
+            // All ports' frames at once, in arrival order.
+            self.dp.enqueue_arrivals();
+            busy |= control(&mut self.dp, now);
 
             // Departures due now, and frames whose propagation is over.
             for i in 0..self.io.len() {
-                if self.core.advance(i, now) {
+                if self.dp.advance(i, now) {
                     busy = true;
                 }
-                while let Some(f) = self.core.pop_released(i, now) {
+                while let Some(f) = self.dp.pop_released(i, now) {
                     self.io[i].tx.push(f);
                 }
                 let p = &mut self.io[i];
                 if !p.tx.is_empty() {
                     let (sent, failed) = p.sock.send_batch(&p.tx);
-                    let st = &mut self.core.ports[i].egress.stats;
+                    let bytes = p.tx.iter().take(sent).map(|f| f.len() as u64).sum::<u64>();
+                    let st = self.dp.stats_mut(i);
                     st.tx_pkts += sent as u64;
                     st.tx_errors += failed as u64;
-                    st.tx_bytes += p.tx.iter().take(sent).map(|f| f.len() as u64).sum::<u64>();
-                    for f in p.tx.drain(..) {
-                        self.core.recycle_frame(f);
+                    st.tx_bytes += bytes;
+                    for f in self.io[i].tx.drain(..) {
+                        self.dp.recycle_frame(f);
                     }
                     busy = true;
                 }
@@ -163,22 +176,24 @@ impl Dataplane {
             // publish, it was most of the switch's system calls at a
             // moderate rate (a wake-up per burst, each ending in a publish).
             let read_all = now - last_ring_stats >= RING_STATS_NS;
-            for (p, io) in self.core.ports.iter_mut().zip(self.io.iter_mut()) {
+            for i in 0..self.io.len() {
+                let io = &mut self.io[i];
                 if read_all || io.sock.ring_losing() {
-                    p.egress.stats.ring_drops += io.sock.take_ring_drops();
+                    let drops = io.sock.take_ring_drops();
+                    self.dp.stats_mut(i).ring_drops += drops;
                 }
             }
             if read_all {
                 last_ring_stats = now;
             }
-            self.core.publish();
+            self.dp.publish();
             last_publish = now;
             if busy {
                 continue;
             }
 
             // Idle: sleep until the next departure or a frame arrives.
-            let next = self.core.next_event_ns();
+            let next = self.dp.next_event_ns();
             let now = self.now();
             let timeout = match next {
                 Some(t) if t <= now => continue,
@@ -200,6 +215,6 @@ impl Dataplane {
             }
             self.check_errors(&mut pollfds);
         }
-        self.core.publish();
+        self.dp.publish();
     }
 }
