@@ -1,4 +1,4 @@
-//! DCQCN (Zhu et al., SIGCOMM 2015, §3): the reaction point (RP), a
+//! DCQCN (Zhu et al., SIGCOMM 2015): the reaction point (RP), a
 //! rate-based sender, and the notification point (NP) a receiver runs.
 //!
 //! The switch (congestion point) ECN-marks; the receiver's NP turns marked
@@ -178,7 +178,7 @@ impl Dcqcn {
         }
     }
 
-    /// One rate-increase event (§3.1, the RP's increase rules).
+    /// One rate-increase event (the RP algorithm's increase rules).
     fn increase(&mut self, e: Event) {
         match e {
             Event::Timer => self.timer_stage = self.timer_stage.saturating_add(1),
@@ -263,7 +263,7 @@ impl CongestionControl for Dcqcn {
     }
 }
 
-/// DCQCN's notification point for one flow, at the receiver (§3.1, NP
+/// DCQCN's notification point for one flow, at the receiver (the NP
 /// algorithm): a CE-marked arrival produces a CNP unless this flow was
 /// sent one in the last `interval` (the paper's N = 50 µs). Pure: the
 /// receiver feeds arrivals with its own clock and sends the CNPs.
@@ -337,7 +337,7 @@ mod tests {
         (a - b).abs() < 1e-9 * b.abs().max(1.0)
     }
 
-    /// §3.1 RP: starts at line rate with α = 1 and no timers running.
+    /// RP algorithm: starts at line rate with α = 1 and no timers running.
     #[test]
     fn starts_at_line_rate() {
         let mut d = Dcqcn::new(params());
@@ -349,7 +349,7 @@ mod tests {
         assert_eq!(d.alpha(), 1.0);
     }
 
-    /// §3.1 RP, on CNP: Rt = Rc, Rc = Rc·(1 − α/2), α = (1 − g)·α + g.
+    /// RP algorithm, on CNP: Rt = Rc, Rc = Rc·(1 − α/2), α = (1 − g)·α + g.
     #[test]
     fn cnp_cuts_with_alpha() {
         let mut d = Dcqcn::new(params());
@@ -363,7 +363,7 @@ mod tests {
         assert_eq!(d.state()["cnps"], 2.0);
     }
 
-    /// §3.1 RP: α decays by (1 − g) every K without a CNP; a CNP restarts
+    /// RP algorithm: α decays by (1 − g) every K without a CNP; a CNP restarts
     /// the K timer.
     #[test]
     fn alpha_decays_per_timer_period() {
@@ -385,7 +385,7 @@ mod tests {
         assert!(close(d.alpha(), a * (1.0 - G)));
     }
 
-    /// §3.1 RP: F fast-recovery events, then additive increase, then (both
+    /// RP algorithm: F fast-recovery events, then additive increase, then (both
     /// counters past F) hyper increase; each ends with Rc = (Rt + Rc)/2.
     #[test]
     fn fast_recovery_then_additive_then_hyper() {
@@ -470,7 +470,7 @@ mod tests {
         assert!(d.rate_bps() <= LINE && close(d.rate_bps(), LINE));
     }
 
-    /// §3.1 NP: a CE-marked arrival sends a CNP unless one went out for
+    /// NP algorithm: a CE-marked arrival sends a CNP unless one went out for
     /// this flow in the last N = 50 µs; unmarked arrivals never do.
     #[test]
     fn notification_point_paces_cnps() {

@@ -4,9 +4,9 @@
 //! Every ACK echoes the in-band telemetry of the data packet it
 //! acknowledges: for each switch egress port the packet crossed, the
 //! port's queue length, transmitted-bytes counter, egress timestamp and
-//! line rate ([`IntHop`], §3.2). From two consecutive records of the same
+//! line rate ([`IntHop`]). From two consecutive records of the same
 //! port the sender estimates that port's normalised in-flight bytes
-//! (MeasureInflight, §3.3):
+//! (MeasureInflight):
 //!
 //! ```text
 //! txRate = (txBytes − txBytes_prev) / (ts − ts_prev)
@@ -48,7 +48,7 @@ use crate::window::{BaseRtt, Round};
 use crate::{AckSample, CcError, CongestionControl, IntHop, PathInfo};
 
 pub(crate) const PARAMS: &[ParamInfo] = &[
-    ParamInfo { name: "eta", default: "0.95", doc: "target utilisation η (paper §3.3 and the authors' simulation: 0.95)" },
+    ParamInfo { name: "eta", default: "0.95", doc: "target utilisation η (paper: 95%; the authors' simulation: 0.95)" },
     ParamInfo { name: "max_stage", default: "0", doc: "maxStage, additive-increase rounds before a multiplicative step (the authors' simulations: 0; the paper's text: 5)" },
     ParamInfo { name: "w_ai", default: "0.0004", doc: "W_AI as a fraction of W_init, = R_AI/B_nic (the authors' simulation: 10 Mb/s per 25 Gb/s of NIC rate; the paper's (1 − η)/N with N = 125)" },
     ParamInfo { name: "base_rtt_us", default: "0", doc: "T, the base RTT, µs; 0 = the smallest RTT measured" },

@@ -40,7 +40,7 @@ use crate::window::{BaseRtt, Round};
 use crate::{AckSample, CcError, CongestionControl, IntHop, PathInfo};
 
 pub(crate) const PARAMS: &[ParamInfo] = &[
-    ParamInfo { name: "gamma", default: "0.9", doc: "γ, the weight of the new window (paper §4 and the authors' Linux module: 0.9)" },
+    ParamInfo { name: "gamma", default: "0.9", doc: "γ, the weight of the new window (the authors' Linux module: 0.9)" },
     ParamInfo { name: "expected_flows", default: "10", doc: "N in β = HostBw·τ/N, the additive increase in bytes (the authors' Linux module: 10)" },
     ParamInfo { name: "base_rtt_us", default: "0", doc: "τ, the base RTT, µs; 0 = the smallest RTT measured" },
     ParamInfo { name: "line_rate_mbps", default: "0", doc: "HostBw, the host's NIC rate, Mbit/s; 0 = PathInfo.line_rate_bps, or 10000 if unknown" },

@@ -1,5 +1,5 @@
-//! Swift (Kumar et al., SIGCOMM 2020), Algorithm 1 with the target delay
-//! of §3.5.
+//! Swift (Kumar et al., SIGCOMM 2020), Algorithm 1 with the paper's
+//! target delay scaling.
 //!
 //! Swift keeps the delay of each ACK at a target by AIMD on a window that
 //! may fall below one packet:
@@ -31,7 +31,7 @@
 //! packet there is no pacing.
 //!
 //! The paper publishes the control law but not its production parameter
-//! values, except the 0.001-packet floor (§3.4); the other defaults are
+//! values, except the 0.001-packet floor (large-scale incast); the other defaults are
 //! the values common to public re-implementations (docs/algorithms.md).
 
 use std::collections::BTreeMap;
@@ -49,7 +49,7 @@ pub(crate) const PARAMS: &[ParamInfo] = &[
     ParamInfo { name: "ai", default: "1", doc: "ai, additive increment, packets per RTT (not published; public re-implementations: 1)" },
     ParamInfo { name: "beta", default: "0.8", doc: "β, multiplicative decrease constant (not published; public re-implementations: 0.8)" },
     ParamInfo { name: "max_mdf", default: "0.5", doc: "max_mdf, the largest decrease per RTT (not published; public re-implementations: 0.5)" },
-    ParamInfo { name: "min_cwnd", default: "0.001", doc: "min_cwnd, packets (paper §3.4: down to 0.001 packets)" },
+    ParamInfo { name: "min_cwnd", default: "0.001", doc: "min_cwnd, packets (paper, large-scale incast: down to 0.001 packets)" },
     ParamInfo { name: "max_cwnd", default: "10000", doc: "max_cwnd, packets (not published)" },
     ParamInfo { name: "retx_reset_threshold", default: "5", doc: "RETX_RESET_THRESHOLD, consecutive RTOs that reset cwnd to min_cwnd (not published)" },
 ];
@@ -73,7 +73,7 @@ pub struct SwiftParams {
 #[derive(Debug, Clone)]
 pub struct Swift {
     p: SwiftParams,
-    /// Flow-scaling α and β (§3.5).
+    /// Flow-scaling α and β (target delay scaling).
     fs_alpha: f64,
     fs_beta: f64,
     mss: f64,
@@ -135,7 +135,8 @@ impl Swift {
         Ok(Swift::new(path, sp))
     }
 
-    /// §3.5: base + topology scaling + flow scaling for the current window.
+    /// Target delay scaling: base + topology scaling + flow scaling for
+    /// the current window.
     pub fn target_delay_ns(&self, hops: u32) -> f64 {
         let fs = (self.fs_alpha / self.cwnd.sqrt() + self.fs_beta).clamp(0.0, self.p.fs_range_ns);
         self.p.base_target_ns + f64::from(hops) * self.p.h_ns + fs
@@ -267,7 +268,7 @@ mod tests {
         (a - b).abs() < 1e-9 * b.abs().max(1.0)
     }
 
-    /// §3.5 flow scaling: α = fs_range/(1/√fs_min − 1/√fs_max), β = −α/√fs_max,
+    /// Target delay scaling (flow-based): α = fs_range/(1/√fs_min − 1/√fs_max), β = −α/√fs_max,
     /// so the term is fs_range at fs_min_cwnd and 0 at fs_max_cwnd; plus
     /// topology scaling hops·h.
     #[test]

@@ -291,7 +291,7 @@ fn tx_us(link: &Link) -> f64 {
 
 #[test]
 fn hpcc_runs_at_eta_with_no_standing_queue() {
-    // HPCC §3.3 and Fig. 9: the flow settles at η of the bottleneck with
+    // HPCC's design point: the flow settles at η of the bottleneck with
     // the queue near zero (the 5% headroom drains what bursts build).
     let link = int_link();
     for (eta, lo, hi) in [("0.95", 0.92, 0.98), ("0.8", 0.76, 0.84)] {
@@ -309,7 +309,7 @@ fn hpcc_runs_at_eta_with_no_standing_queue() {
 
 #[test]
 fn powertcp_fills_the_link_with_a_queue_of_beta() {
-    // PowerTCP §4 (Theorem: equilibrium): cwnd = cwnd/Γ + β with Γ =
+    // PowerTCP's fixed point: cwnd = cwnd/Γ + β with Γ =
     // (q + B·τ)/(B·τ) at full rate gives a queue of β = HostBw·τ/N, here
     // 2 Gb/s · 411.2 µs / 10 = 7.3 packets; θ-PowerTCP reaches the same
     // point from the RTT alone.
@@ -336,7 +336,7 @@ fn powertcp_fills_the_link_with_a_queue_of_beta() {
 
 #[test]
 fn swift_holds_the_delay_at_its_target() {
-    // Swift §3: AIMD keeps the RTT at the target delay at full rate; the
+    // Swift: AIMD keeps the RTT at the target delay at full rate; the
     // target here is 450 µs + 1 hop × 1 µs + flow scaling at ~40 packets.
     let link = int_link();
     let mut cc = build("swift", &[("base_target_us", "450")], &link);
@@ -352,7 +352,7 @@ fn swift_holds_the_delay_at_its_target() {
 
 #[test]
 fn dcqcn_fills_the_link_with_ecn_at_k() {
-    // DCQCN §3–§5: CNPs from K-marked packets (at most one per 50 µs) hold
+    // DCQCN: CNPs from K-marked packets (at most one per 50 µs) hold
     // the queue near K while the link stays full. The paper's defaults at
     // 10 Gb/s behind a 20 Gb/s NIC, 20 µs base RTT (18 packets in flight).
     let link = Link { capacity_bps: 10e9, access_bps: 20e9, buffer_pkts: 1000, base_rtt_ns: 20_000, mark_k: Some(20), step_ns: 1_000 };
