@@ -9,13 +9,17 @@
 use std::collections::BTreeMap;
 
 pub mod cubic;
+pub mod dcqcn;
 pub mod dctcp;
+pub mod hpcc;
 pub mod oracle;
 mod params;
 pub mod pcc;
+pub mod powertcp;
 mod registry;
 pub mod reno;
 pub mod signal;
+pub mod swift;
 pub mod timely;
 pub mod vegas;
 mod window;
@@ -50,7 +54,8 @@ pub struct AckSample {
     pub hops: Vec<QueueReport>,
     /// The in-band telemetry of the data packet that triggered this ACK,
     /// one record per switch hop, newest hop first (empty when the packet
-    /// carried no version-2 shim). HPCC and PowerTCP read these.
+    /// carried no version-2 shim). HPCC and PowerTCP read these; Swift
+    /// takes their number as the path's hop count.
     pub int_hops: Vec<IntHop>,
 }
 

@@ -603,7 +603,7 @@ mod tests {
         assert!((0.5..3.0).contains(&q), "{q}");
         assert!(lo / hi > 0.8, "converging to fair shares: {lo} / {hi}");
         // Seed scale: 50 Mb/s, 500 µs RTT.
-        let (r, q, busy) = fluid(10, 50e6, 500e-6, 0.05, 20.0, &vec![50e6; 10]);
+        let (r, q, busy) = fluid(10, 50e6, 500e-6, 0.05, 20.0, &[50e6; 10]);
         eprintln!("seed scale: mean queue {q:.2}, busy {busy:.3}, total {:.2} Mb/s", r.iter().sum::<f64>() / 1e6);
         assert!(busy > 0.97 && (0.5..3.0).contains(&q), "{q} {busy}");
     }

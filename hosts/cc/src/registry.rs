@@ -3,7 +3,8 @@
 
 use crate::params::{AlgoInfo, ParamInfo, Params};
 use crate::timely::{Signal, Timely};
-use crate::{cubic, dctcp, oracle, pcc, reno, timely, vegas};
+use crate::powertcp::{PowerTcp, Variant};
+use crate::{cubic, dcqcn, dctcp, hpcc, oracle, pcc, powertcp, reno, swift, timely, vegas};
 use crate::{CcError, CongestionControl, PathInfo};
 
 struct Entry {
@@ -23,6 +24,11 @@ const ENTRIES: &[Entry] = &[
     Entry { name: "vegas", aliases: &[], description: "TCP Vegas: keep alpha..beta packets queued, judged once per RTT from base RTT", params: vegas::PARAMS },
     Entry { name: "pcc-allegro", aliases: &["pcc"], description: "PCC Allegro: loss-based utility with PCC-Uspace's latency factor, on its gradient ascent (NSDI'15; PCC-Uspace)", params: pcc::allegro::PARAMS },
     Entry { name: "pcc-vivace", aliases: &[], description: "PCC Vivace: gradient ascent on a latency-aware utility (NSDI'18)", params: pcc::vivace::PARAMS },
+    Entry { name: "hpcc", aliases: &[], description: "HPCC: window from the per-hop INT load, aiming at eta utilisation (SIGCOMM'19 Algorithm 1)", params: hpcc::PARAMS },
+    Entry { name: "powertcp", aliases: &[], description: "PowerTCP: window from the per-hop INT power, queue gradient times bytes in flight (NSDI'22 Algorithm 1)", params: powertcp::PARAMS },
+    Entry { name: "theta-powertcp", aliases: &[], description: "theta-PowerTCP: PowerTCP's window law with power from the RTT and its gradient (NSDI'22 Algorithm 2)", params: powertcp::PARAMS },
+    Entry { name: "swift", aliases: &[], description: "Swift: AIMD on delay against a hop- and flow-scaled target, sub-packet windows by pacing (SIGCOMM'20 Algorithm 1)", params: swift::PARAMS },
+    Entry { name: "dcqcn", aliases: &[], description: "DCQCN reaction point: rate cut by alpha/2 per CNP, fast recovery, additive and hyper increase (SIGCOMM'15)", params: dcqcn::PARAMS },
 ];
 
 /// Every algorithm with its description and parameters (defaults as
@@ -91,6 +97,11 @@ pub fn by_name(name: &str, params: &[(String, String)], path: &PathInfo) -> Resu
         "vegas" => Box::new(vegas::Vegas::from_params(&p, path)?),
         "pcc-allegro" => Box::new(pcc::allegro::from_params(&p, path)?),
         "pcc-vivace" => Box::new(pcc::vivace::from_params(&p, path)?),
+        "hpcc" => Box::new(hpcc::Hpcc::from_params(&p, path)?),
+        "powertcp" => Box::new(PowerTcp::from_params(Variant::Int, &p, path)?),
+        "theta-powertcp" => Box::new(PowerTcp::from_params(Variant::Theta, &p, path)?),
+        "swift" => Box::new(swift::Swift::from_params(&p, path)?),
+        "dcqcn" => Box::new(dcqcn::Dcqcn::from_params(&p, path)?),
         _ => return Err(CcError::UnknownAlgorithm(name.to_string())),
     })
 }
@@ -118,7 +129,7 @@ mod tests {
     fn every_listed_algorithm_builds_with_defaults_and_reports_its_name() {
         let path = PathInfo { mss: 1400, line_rate_bps: Some(100_000_000), init_cwnd_pkts: 10 };
         let all = list();
-        assert_eq!(all.len(), 9);
+        assert_eq!(all.len(), 14);
         for info in &all {
             let cc = by_name(info.name, &[], &path).unwrap();
             assert_eq!(cc.name(), info.name);
@@ -156,6 +167,16 @@ mod tests {
         assert!(matches!(by_name("timely", &kv(&[("tlow_us", "600")]), &path), Err(CcError::BadValue { .. })));
         assert!(matches!(by_name("vegas", &kv(&[("alpha", "5")]), &path), Err(CcError::BadValue { .. })));
         assert!(matches!(by_name("pcc-allegro", &kv(&[("eps_max", "0.001")]), &path), Err(CcError::BadValue { .. })));
+        assert!(matches!(by_name("hpcc", &kv(&[("eta", "1.5")]), &path), Err(CcError::BadValue { .. })));
+        assert!(matches!(by_name("hpcc", &kv(&[("w_ai", "0")]), &path), Err(CcError::BadValue { .. })));
+        assert!(matches!(by_name("powertcp", &kv(&[("gamma", "0")]), &path), Err(CcError::BadValue { .. })));
+        assert!(matches!(by_name("theta-powertcp", &kv(&[("expected_flows", "-1")]), &path), Err(CcError::BadValue { .. })));
+        assert!(matches!(by_name("swift", &kv(&[("fs_min_cwnd", "200")]), &path), Err(CcError::BadValue { .. })));
+        assert!(matches!(by_name("swift", &kv(&[("min_cwnd", "20"), ("max_cwnd", "10")]), &path), Err(CcError::BadValue { .. })));
+        assert!(matches!(by_name("swift", &kv(&[("max_mdf", "1.5")]), &path), Err(CcError::BadValue { .. })));
+        assert!(matches!(by_name("dcqcn", &kv(&[("g", "0")]), &path), Err(CcError::BadValue { .. })));
+        assert!(matches!(by_name("dcqcn", &kv(&[("rate_timer_us", "0")]), &path), Err(CcError::BadValue { .. })));
+        assert!(matches!(by_name("dcqcn", &kv(&[("min_rate_mbps", "20000")]), &path), Err(CcError::BadValue { .. })));
         let bad_path = PathInfo { mss: 0, ..PathInfo::default() };
         assert!(matches!(by_name("reno", &[], &bad_path), Err(CcError::BadValue { .. })));
         let e = by_name("dctcp", &kv(&[("g", "abc")]), &path).err().unwrap();
@@ -171,6 +192,17 @@ mod tests {
         assert_eq!(t.pacing_rate_bps(), Some(1_000_000_000), "starts at line rate");
         let d = by_name("dctcp", &kv(&[("init_alpha", "0.5")]), &path).unwrap();
         assert_eq!(d.state()["alpha"], 0.5);
+        let h = by_name("hpcc", &kv(&[("base_rtt_us", "8")]), &path).unwrap();
+        assert_eq!(h.cwnd_bytes(), Some(1_000), "W_init = 1 Gb/s · 8 µs");
+        assert_eq!(h.pacing_rate_bps(), Some(1_000_000_000));
+        let h = by_name("hpcc", &kv(&[("base_rtt_us", "8"), ("line_rate_mbps", "10000")]), &path).unwrap();
+        assert_eq!(h.cwnd_bytes(), Some(10_000));
+        let p = by_name("powertcp", &kv(&[("base_rtt_us", "16"), ("expected_flows", "4")]), &path).unwrap();
+        assert_eq!(p.state()["beta_bytes"], 500.0, "β = HostBw·τ/N = 2 000 B / 4");
+        let d = by_name("dcqcn", &kv(&[("rai_mbps", "5")]), &path).unwrap();
+        assert_eq!(d.pacing_rate_bps(), Some(1_000_000_000), "starts at line rate");
+        let s = by_name("swift", &kv(&[("base_target_us", "40"), ("hops", "3"), ("h_us", "2")]), &path).unwrap();
+        assert!(s.state()["target_delay_us"] > 46.0);
         // PCC before any event reports the rate its first MI will use:
         // 2 MSS per init_rtt = 2*1000*8 / 10 ms = 1.6 Mbit/s.
         let p = by_name("pcc", &[], &path).unwrap();

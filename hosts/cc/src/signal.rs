@@ -141,7 +141,7 @@ impl Channel {
     fn offer(&mut self, now_ns: u64, mut set: ReportSet) {
         self.offered += 1;
         // Packets 1, 1 + N, 1 + 2N, ... carry their report.
-        if (self.offered - 1) % u64::from(self.cfg.every) != 0 {
+        if !(self.offered - 1).is_multiple_of(u64::from(self.cfg.every)) {
             return;
         }
         self.passed += 1;

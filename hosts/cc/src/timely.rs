@@ -300,16 +300,23 @@ impl CongestionControl for Timely {
     }
 }
 
+/// The sender's line rate in bits/s from its `line_rate_mbps` parameter:
+/// the value given, else `PathInfo.line_rate_bps`, else 10 Gb/s (the
+/// TIMELY paper's NICs).
+pub(crate) fn line_rate_bps(p: &Params, path: &PathInfo) -> Result<f64, CcError> {
+    Ok(match p.f64_in("line_rate_mbps", 0.0, 1e7)? {
+        x if x > 0.0 => x * 1e6,
+        _ => path.line_rate_bps.filter(|&b| b > 0).map_or(10_000.0 * 1e6, |b| b as f64),
+    })
+}
+
 /// A rate-based sender's line rate, floor and start rate (bits/s) from its
 /// `line_rate_mbps`, `min_rate_mbps` and `init_rate_mbps`: the line rate
 /// defaults to the path's (or the TIMELY paper's 10 Gb/s), the start rate
 /// to the line rate.
 pub(crate) fn rate_bounds(p: &Params, path: &PathInfo) -> Result<(f64, f64, f64), CcError> {
     let mbps = 1e6;
-    let line = match p.f64_in("line_rate_mbps", 0.0, 1e7)? {
-        x if x > 0.0 => x * mbps,
-        _ => path.line_rate_bps.filter(|&b| b > 0).map_or(10_000.0 * mbps, |b| b as f64),
-    };
+    let line = line_rate_bps(p, path)?;
     let mut min_rate = p.f64_in("min_rate_mbps", 0.0, 1e7)? * mbps;
     if min_rate > line {
         // A default floor above a slow line gives way; a floor the user

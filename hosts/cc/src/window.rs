@@ -1,6 +1,7 @@
 //! Building blocks shared by the window-based algorithms (Reno, Cubic,
-//! DCTCP, Vegas): an RTT estimator, a NewReno-style recovery point, and the
-//! Reno window itself.
+//! DCTCP, Vegas, HPCC, PowerTCP): an RTT estimator, a NewReno-style
+//! recovery point, the Reno window itself, a once-per-RTT update round and
+//! a base-RTT tracker.
 
 use crate::PathInfo;
 
@@ -204,9 +205,122 @@ impl RenoWindow {
     }
 }
 
+/// "At most once per RTT" without sequence numbers: the papers' `if
+/// ack.seq > lastUpdateSeq { ...; lastUpdateSeq = snd_nxt }` kept in bytes.
+///
+/// `start` records the bytes transmitted so far (snd_nxt); `passed` is
+/// true once the bytes resolved (ACKed or declared lost) exceed that mark,
+/// i.e. once an ACK covers data sent after the mark. As in [`Recovery`],
+/// `acked + lost + inflight` stands in for the bytes transmitted when the
+/// datapath never calls `on_send`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Round {
+    sent: u64,
+    resolved: u64,
+    inflight: u64,
+    mark: Option<u64>,
+}
+
+impl Round {
+    pub(crate) fn on_send(&mut self, bytes: u64) {
+        self.sent = self.sent.saturating_add(bytes);
+    }
+    pub(crate) fn on_ack(&mut self, acked: u64, inflight: u64) {
+        self.resolved = self.resolved.saturating_add(acked);
+        self.inflight = inflight;
+    }
+    pub(crate) fn on_loss(&mut self, lost: u64) {
+        self.resolved = self.resolved.saturating_add(lost);
+    }
+    /// Bytes ACKed or declared lost so far (the cumulative ACK point).
+    pub(crate) fn resolved(&self) -> u64 {
+        self.resolved
+    }
+    /// Bytes transmitted so far (snd_nxt).
+    pub(crate) fn high_water(&self) -> u64 {
+        self.sent.max(self.resolved.saturating_add(self.inflight))
+    }
+    /// No mark yet (the papers' `lastUpdateSeq == 0`).
+    pub(crate) fn fresh(&self) -> bool {
+        self.mark.is_none()
+    }
+    /// An ACK covered data sent after the mark (`ack.seq > lastUpdateSeq`).
+    pub(crate) fn passed(&self) -> bool {
+        self.mark.is_none_or(|m| self.resolved > m)
+    }
+    /// `lastUpdateSeq = snd_nxt`.
+    pub(crate) fn start(&mut self) {
+        self.mark = Some(self.high_water());
+    }
+}
+
+/// The base RTT an algorithm divides by: a fixed value the user gave, else
+/// the smallest RTT measured so far.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct BaseRtt {
+    fixed_ns: Option<f64>,
+    min_ns: Option<f64>,
+}
+
+impl BaseRtt {
+    /// `fixed_us == 0` means "measure it".
+    pub(crate) fn new(fixed_us: f64) -> Self {
+        BaseRtt { fixed_ns: (fixed_us > 0.0).then_some(fixed_us * 1e3), min_ns: None }
+    }
+    pub(crate) fn observe(&mut self, rtt_ns: Option<u64>) {
+        if let Some(r) = rtt_ns.filter(|&r| r > 0) {
+            let r = r as f64;
+            self.min_ns = Some(self.min_ns.map_or(r, |m| m.min(r)));
+        }
+    }
+    /// Nanoseconds; `None` while it is to be measured and nothing was.
+    pub(crate) fn get_ns(&self) -> Option<f64> {
+        self.fixed_ns.or(self.min_ns)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn round_passes_once_data_sent_after_the_mark_is_acked() {
+        let mut r = Round::default();
+        assert!(r.fresh() && r.passed());
+        r.on_send(3_000);
+        r.start();
+        assert!(!r.fresh() && !r.passed());
+        r.on_send(1_000);
+        r.on_ack(2_000, 2_000);
+        r.on_loss(1_000);
+        assert!(!r.passed(), "everything sent before the mark resolved, nothing after");
+        r.on_ack(1, 999);
+        assert!(r.passed());
+        // Without on_send, acked + lost + inflight is the transmitted count.
+        let mut r = Round::default();
+        r.on_ack(1_000, 5_000);
+        r.start();
+        r.on_ack(5_000, 0);
+        assert!(!r.passed());
+        r.on_ack(1, 0);
+        assert!(r.passed());
+    }
+
+    #[test]
+    fn base_rtt_is_fixed_or_the_minimum() {
+        let mut b = BaseRtt::new(0.0);
+        assert_eq!(b.get_ns(), None);
+        b.observe(Some(0));
+        b.observe(None);
+        assert_eq!(b.get_ns(), None, "zero and missing samples are no samples");
+        b.observe(Some(120_000));
+        b.observe(Some(100_000));
+        b.observe(Some(130_000));
+        assert_eq!(b.get_ns(), Some(100_000.0));
+        let mut b = BaseRtt::new(12.5);
+        b.observe(Some(1_000));
+        assert_eq!(b.get_ns(), Some(12_500.0));
+    }
 
     #[test]
     fn recovery_point_spans_data_sent_before_the_cut() {

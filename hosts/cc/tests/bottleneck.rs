@@ -1,12 +1,15 @@
 //! End-to-end sanity checks: every algorithm, built through the registry,
 //! drives a simulated single bottleneck (FIFO, drop-tail, optional ECN
-//! marking at K packets, in-band queue-depth echo). The scripted unit tests
-//! pin each rule; these check that the pieces add up to the behaviour the
-//! papers report (DCTCP holds the queue near K, PCC fills the link, ...).
+//! marking at K packets, in-band queue-depth echo, one INT hop record per
+//! ACK, and DCQCN's CNPs). The scripted unit tests pin each rule; these
+//! check that the pieces add up to the behaviour the papers report (DCTCP
+//! holds the queue near K, PCC fills the link, HPCC runs at η with no
+//! queue, ...).
 
 use std::collections::VecDeque;
 
-use cc::{by_name, AckSample, CongestionControl, PathInfo};
+use cc::dcqcn::NotificationPoint;
+use cc::{by_name, AckSample, CongestionControl, IntHop, PathInfo, QueueReport};
 
 const MSS: u64 = 1400;
 
@@ -20,7 +23,14 @@ struct Link {
     base_rtt_ns: u64,
     /// ECN-mark packets that arrive to a queue of at least K packets.
     mark_k: Option<usize>,
+    /// The model's time step, ns: sends happen on step boundaries, so a
+    /// paced sender's packets leave in bursts of one step's worth.
+    step_ns: u64,
 }
+
+/// The bottleneck port's transmitted-bytes counter starts this far below
+/// 2^32, so that it wraps early in every run.
+const TX_COUNTER_START: u32 = u32::MAX - 100 * MSS as u32;
 
 #[derive(Default, Debug)]
 struct Outcome {
@@ -37,10 +47,28 @@ struct Ack {
     sent: u64,
     ce: bool,
     q: u32,
+    /// The packet's place in the FIFO's arrival log.
+    idx: usize,
+    /// When it left the bottleneck.
+    dep: u64,
+}
+
+/// The INT record the bottleneck port wrote into packet `idx` as it left
+/// at `dep`: the packets queued behind it then (those that arrived by
+/// `dep`), its transmitted-bytes counter, its clock and its rate.
+fn int_record(arrivals: &[u64], idx: usize, dep: u64, link: &Link) -> IntHop {
+    let behind = arrivals.partition_point(|&t| t <= dep).saturating_sub(idx + 1) as u64;
+    IntHop {
+        hop: QueueReport::hop_key(1, 1),
+        qlen_bytes: behind * MSS,
+        tx_bytes: TX_COUNTER_START.wrapping_add(((idx as u64 + 1) * MSS) as u32),
+        ts_ns: dep,
+        rate_bps: link.capacity_bps as u64,
+    }
 }
 
 fn run(cc: &mut dyn CongestionControl, link: &Link, duration_ns: u64) -> Outcome {
-    let dt = 50_000u64; // 50 µs steps
+    let dt = link.step_ns;
     let tx_ns = (MSS as f64 * 8.0 / link.capacity_bps * 1e9) as u64;
     let mut departures: VecDeque<u64> = VecDeque::new();
     let mut busy_until = 0u64;
@@ -48,6 +76,11 @@ fn run(cc: &mut dyn CongestionControl, link: &Link, duration_ns: u64) -> Outcome
     let mut losses: VecDeque<u64> = VecDeque::new();
     let mut inflight = 0u64;
     let mut next_send = 0u64;
+    // Arrival time of every packet the FIFO accepted, in order.
+    let mut arrivals: Vec<u64> = Vec::new();
+    // The receiver's DCQCN notification point; its CNPs reach the sender
+    // with the ACK of the marked packet.
+    let mut np = NotificationPoint::default();
     let half = duration_ns / 2;
     let (mut delivered, mut q_sum, mut q_n, mut max_q, mut sent2, mut lost2) = (0u64, 0f64, 0u64, 0usize, 0u64, 0u64);
     let mut now = 0u64;
@@ -68,6 +101,9 @@ fn run(cc: &mut dyn CongestionControl, link: &Link, duration_ns: u64) -> Outcome
                     if a.at >= half {
                         delivered += MSS;
                     }
+                    if np.on_arrival(a.dep + link.base_rtt_ns / 2, a.ce) {
+                        cc.on_cnp(a.at);
+                    }
                     cc.on_ack(&AckSample {
                         now_ns: a.at,
                         acked_bytes: MSS,
@@ -77,7 +113,7 @@ fn run(cc: &mut dyn CongestionControl, link: &Link, duration_ns: u64) -> Outcome
                         inflight_bytes: inflight,
                         acked_pkts: 1,
                         hops: vec![],
-                        int_hops: vec![],
+                        int_hops: vec![int_record(&arrivals, a.idx, a.dep, link)],
                     });
                 }
                 (None, Some(tl)) if tl <= now => {
@@ -128,7 +164,8 @@ fn run(cc: &mut dyn CongestionControl, link: &Link, duration_ns: u64) -> Outcome
             busy_until = dep;
             departures.push_back(dep);
             let ce = link.mark_k.is_some_and(|k| q >= k);
-            acks.push_back(Ack { at: dep + link.base_rtt_ns, sent: now, ce, q: q as u32 });
+            arrivals.push(now);
+            acks.push_back(Ack { at: dep + link.base_rtt_ns, sent: now, ce, q: q as u32, idx: arrivals.len() - 1, dep });
         }
         now += dt;
     }
@@ -154,7 +191,7 @@ fn build(name: &str, params: &[(&str, &str)], link: &Link) -> Box<dyn Congestion
 
 /// The seed's DCTCP setup: 100 Mbit/s, RTT 500 µs, 120-packet buffer, K=20.
 fn dctcp_link() -> Link {
-    Link { capacity_bps: 100e6, access_bps: 1e9, buffer_pkts: 120, base_rtt_ns: 500_000, mark_k: Some(20) }
+    Link { capacity_bps: 100e6, access_bps: 1e9, buffer_pkts: 120, base_rtt_ns: 500_000, mark_k: Some(20), step_ns: 50_000 }
 }
 
 #[test]
@@ -180,7 +217,7 @@ fn reno_fills_the_buffer_where_dctcp_does_not() {
 
 #[test]
 fn cubic_and_vegas_use_the_link() {
-    let link = Link { capacity_bps: 50e6, access_bps: 1e9, buffer_pkts: 100, base_rtt_ns: 2_000_000, mark_k: None };
+    let link = Link { capacity_bps: 50e6, access_bps: 1e9, buffer_pkts: 100, base_rtt_ns: 2_000_000, mark_k: None, step_ns: 50_000 };
     for name in ["cubic", "vegas"] {
         let mut cc = build(name, &[], &link);
         let o = run(cc.as_mut(), &link, 6_000_000_000);
@@ -198,7 +235,7 @@ fn timely_and_oracle_keep_the_queue_short() {
     // bottleneck. δ is scaled down with the line rate (the paper's 10 Mbps
     // is 0.1% of 10 Gbps) and TIMELY's RTT thresholds are scaled to this
     // path's ~450 µs base RTT; the oracle keeps its packet thresholds.
-    let link = Link { capacity_bps: 50e6, access_bps: 100e6, buffer_pkts: 200, base_rtt_ns: 200_000, mark_k: None };
+    let link = Link { capacity_bps: 50e6, access_bps: 100e6, buffer_pkts: 200, base_rtt_ns: 200_000, mark_k: None, step_ns: 50_000 };
     let mut t = build("timely", &[("min_rtt_us", "200"), ("tlow_us", "250"), ("thigh_us", "2000"), ("delta_mbps", "1")], &link);
     let o = run(t.as_mut(), &link, 4_000_000_000);
     eprintln!("timely {o:?}");
@@ -220,7 +257,7 @@ fn timely_and_oracle_keep_the_queue_short() {
 #[test]
 fn pcc_allegro_fills_a_shallow_buffered_link() {
     // PCC's shallow-buffer experiment scaled down: 20 Mbit/s, 30 ms, 20 pkts.
-    let link = Link { capacity_bps: 20e6, access_bps: 1e9, buffer_pkts: 20, base_rtt_ns: 30_000_000, mark_k: None };
+    let link = Link { capacity_bps: 20e6, access_bps: 1e9, buffer_pkts: 20, base_rtt_ns: 30_000_000, mark_k: None, step_ns: 50_000 };
     let mut cc = build("pcc", &[("init_rtt_us", "30000")], &link);
     let o = run(cc.as_mut(), &link, 40_000_000_000);
     eprintln!("allegro {o:?} {:?}", cc.state());
@@ -230,7 +267,7 @@ fn pcc_allegro_fills_a_shallow_buffered_link() {
 
 #[test]
 fn pcc_vivace_fills_the_link_with_little_queue() {
-    let link = Link { capacity_bps: 20e6, access_bps: 1e9, buffer_pkts: 200, base_rtt_ns: 30_000_000, mark_k: None };
+    let link = Link { capacity_bps: 20e6, access_bps: 1e9, buffer_pkts: 200, base_rtt_ns: 30_000_000, mark_k: None, step_ns: 50_000 };
     let mut cc = build("pcc-vivace", &[("init_rtt_us", "30000")], &link);
     let o = run(cc.as_mut(), &link, 40_000_000_000);
     eprintln!("vivace {o:?} {:?}", cc.state());
@@ -238,3 +275,92 @@ fn pcc_vivace_fills_the_link_with_little_queue() {
     assert!(o.mean_queue < 50.0, "latency-aware: no standing queue: {o:?}");
 }
 
+
+/// The INT and delay algorithms' path: 1 Gb/s with a 400 µs base RTT
+/// (411.2 µs with the packet's own transmission: about 37 packets in
+/// flight), the sender's NIC twice as fast, a deep buffer, and a 2 µs time
+/// step (a packet takes 11.2 µs on the bottleneck).
+fn int_link() -> Link {
+    Link { capacity_bps: 1e9, access_bps: 2e9, buffer_pkts: 1000, base_rtt_ns: 400_000, mark_k: None, step_ns: 2_000 }
+}
+
+/// One packet's transmission time on `link`, µs.
+fn tx_us(link: &Link) -> f64 {
+    MSS as f64 * 8.0 / link.capacity_bps * 1e6
+}
+
+#[test]
+fn hpcc_runs_at_eta_with_no_standing_queue() {
+    // HPCC's design point: the flow settles at η of the bottleneck with
+    // the queue near zero (the 5% headroom drains what bursts build).
+    let link = int_link();
+    for (eta, lo, hi) in [("0.95", 0.92, 0.98), ("0.8", 0.76, 0.84)] {
+        let mut cc = build("hpcc", &[("eta", eta)], &link);
+        let o = run(cc.as_mut(), &link, 1_000_000_000);
+        eprintln!("hpcc eta={eta} {o:?} {:?}", cc.state());
+        assert!(o.goodput_bps > lo * link.capacity_bps && o.goodput_bps < hi * link.capacity_bps, "utilisation tracks η: {o:?}");
+        assert!(o.mean_queue < 1.0 && o.max_queue <= 2 && o.loss_rate == 0.0, "{o:?}");
+        // Wc is committed at most once per RTT (1 s / 411.2 µs = 2 432).
+        let rtts = 1e9 / 411_200.0;
+        let commits = cc.state()["wc_commits"];
+        assert!(commits <= rtts && commits > 0.9 * rtts, "Wc committed once per RTT: {commits}");
+    }
+}
+
+#[test]
+fn powertcp_fills_the_link_with_a_queue_of_beta() {
+    // PowerTCP's fixed point: cwnd = cwnd/Γ + β with Γ =
+    // (q + B·τ)/(B·τ) at full rate gives a queue of β = HostBw·τ/N, here
+    // 2 Gb/s · 411.2 µs / 10 = 7.3 packets; θ-PowerTCP reaches the same
+    // point from the RTT alone.
+    let link = int_link();
+    let beta_pkts = 2e9 / 8.0 * 411.2e-6 / 10.0 / MSS as f64;
+    for name in ["powertcp", "theta-powertcp"] {
+        let mut cc = build(name, &[], &link);
+        let o = run(cc.as_mut(), &link, 1_000_000_000);
+        eprintln!("{name} {o:?} {:?}", cc.state());
+        assert!(o.goodput_bps > 0.98 * link.capacity_bps, "{name}: {o:?}");
+        assert!((o.mean_queue - beta_pkts).abs() < 0.25 * beta_pkts, "{name}: queue ≈ β = {beta_pkts:.1} packets: {o:?}");
+        assert!(o.max_queue as f64 <= 2.0 * beta_pkts && o.loss_rate == 0.0, "{name}: {o:?}");
+        // At most one window update per RTT (1 s / 411.2 µs = 2 432; the
+        // queue lengthens the RTT by about 7 packets' 82 µs).
+        let updates = cc.state()["updates"];
+        assert!(updates <= 1e9 / 411_200.0 && updates > 0.8 * 1e9 / 411_200.0, "{name}: {updates} updates");
+    }
+    // More expected flows, smaller β: a shorter queue at the same rate.
+    let mut cc = build("powertcp", &[("expected_flows", "40")], &link);
+    let o = run(cc.as_mut(), &link, 1_000_000_000);
+    eprintln!("powertcp N=40 {o:?}");
+    assert!(o.goodput_bps > 0.98 * link.capacity_bps && o.mean_queue < 0.5 * beta_pkts, "{o:?}");
+}
+
+#[test]
+fn swift_holds_the_delay_at_its_target() {
+    // Swift: AIMD keeps the RTT at the target delay at full rate; the
+    // target here is 450 µs + 1 hop × 1 µs + flow scaling at ~40 packets.
+    let link = int_link();
+    let mut cc = build("swift", &[("base_target_us", "450")], &link);
+    let o = run(cc.as_mut(), &link, 1_000_000_000);
+    let st = cc.state();
+    eprintln!("swift {o:?} {st:?}");
+    assert_eq!(st["hops"], 1.0, "hop count from the ACK's one INT record");
+    let target_q = (st["target_delay_us"] - 411.2) / tx_us(&link);
+    assert!(o.goodput_bps > 0.98 * link.capacity_bps, "{o:?}");
+    assert!((o.mean_queue - target_q).abs() < 2.0, "queue ≈ target − base = {target_q:.1} packets: {o:?}");
+    assert_eq!(o.loss_rate, 0.0);
+}
+
+#[test]
+fn dcqcn_fills_the_link_with_ecn_at_k() {
+    // DCQCN: CNPs from K-marked packets (at most one per 50 µs) hold
+    // the queue near K while the link stays full. The paper's defaults at
+    // 10 Gb/s behind a 20 Gb/s NIC, 20 µs base RTT (18 packets in flight).
+    let link = Link { capacity_bps: 10e9, access_bps: 20e9, buffer_pkts: 1000, base_rtt_ns: 20_000, mark_k: Some(20), step_ns: 1_000 };
+    let mut cc = build("dcqcn", &[], &link);
+    let o = run(cc.as_mut(), &link, 200_000_000);
+    let st = cc.state();
+    eprintln!("dcqcn {o:?} {st:?}");
+    assert!(o.goodput_bps > 0.95 * link.capacity_bps, "{o:?}");
+    assert!(o.max_queue <= 30 && o.loss_rate == 0.0, "queue held near K = 20: {o:?}");
+    assert!(st["cnps"] > 10.0 && st["cnps"] < 200_000_000.0 / 50_000.0, "CNPs, at most one per 50 µs: {st:?}");
+}
