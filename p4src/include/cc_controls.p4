@@ -54,6 +54,47 @@ control PushHopRecord(inout p4cc_shim_h shim,
     }
 }
 
+// What this hop adds to a version-2 record (docs/wire-format.md).
+struct int_values_t {
+    bit<32> qlen_bytes;
+    bit<32> tx_bytes;
+    bit<32> rate_kbps;
+}
+
+// In-band telemetry for INT-based congestion control (shim version 2):
+// this hop's record goes right after the shim's fixed part, as in
+// PushHopRecord. The records already there are never parsed: they follow
+// the emitted headers as payload, in the order they came, so a version-2
+// packet is as long to parse with four records as with none.
+control PushIntRecord(inout p4cc_shim_h shim,
+                      inout p4cc_int_hop_h new_hop,
+                      inout ipv4_h ipv4,
+                      inout udp_h udp,
+                      in bit<8> units,
+                      in hop_values_t v,
+                      in int_values_t w) {
+    apply {
+        shim.depth_unit = units;
+        if (shim.hop_count < P4CC_MAX_HOPS_B) {
+            new_hop.setValid();
+            new_hop.switch_id = v.switch_id;
+            new_hop.egress_port = v.egress_port;
+            new_hop.enq_qdepth = v.enq_qdepth;
+            new_hop.deq_timedelta = v.deq_timedelta_us;
+            new_hop.egress_ts = v.egress_ts_us;
+            new_hop.qlen_bytes = w.qlen_bytes;
+            new_hop.tx_bytes = w.tx_bytes;
+            new_hop.rate_kbps = w.rate_kbps;
+            shim.hop_count = shim.hop_count + 1;
+            ipv4.total_len = ipv4.total_len + INT_HOP_LEN_BYTES;
+            udp.length = udp.length + INT_HOP_LEN_BYTES;
+        } else {
+            shim.flags = shim.flags | SHIM_FLAG_OVERFLOW;
+        }
+        udp.checksum = 0;
+    }
+}
+
 // What a postcard reports of one packet, in the units `units` names.
 struct postcard_report_t {
     bit<8>  units;            // POSTCARD_UNITS_*

@@ -17,11 +17,16 @@ const bit<2> ECN_CE      = 3;
 // how many hop records a packet may carry before the stack is full.
 const bit<16> P4CC_SHIM_UDP_PORT = 7360;
 const bit<8>  P4CC_SHIM_VERSION  = 1;
+// Version 2: the same fixed part, and hop records for INT-based congestion
+// control (HPCC, PowerTCP): the version-1 fields plus the queue in bytes,
+// the port's transmitted bytes and its line rate (p4cc_int_hop_h).
+const bit<8>  P4CC_SHIM_VERSION_INT = 2;
 #define P4CC_MAX_HOPS 4
 const bit<8>  P4CC_MAX_HOPS_B    = P4CC_MAX_HOPS;
 const bit<8>  SHIM_FLAG_OVERFLOW = 0x01;
 const bit<8>  SHIM_LEN_BYTES     = 8;
 const bit<16> HOP_LEN_BYTES      = 20;
+const bit<16> INT_HOP_LEN_BYTES  = 32;
 
 // Unit of every queue depth this target writes (shim depth_unit byte).
 const bit<8> DEPTH_UNIT_PACKETS = 0;
@@ -61,5 +66,13 @@ const bit<32> LOSS_SCALE = 65536;
 
 // Per-port arrays (counters) are indexed by the 9-bit v1model port.
 const bit<32> NUM_PORTS = 512;
+
+// RED marking (DCQCN's switch): a port's profile is one entry per queue
+// depth range with the probability of marking there, p = mark_16 / 65536
+// (the same scale as the loss threshold); the controller spreads
+// Kmin..Kmax, Pmax over the ranges.
+const bit<32> MARK_SCALE = 65536;
+// The v1model ECN tables a port may have: a step at K, or a RED profile.
+const bit<32> RED_ENTRIES = 4096;
 
 #endif

@@ -20,6 +20,20 @@ header p4cc_hop_h {
     bit<64> egress_ts_us;
 }
 
+// One record per switch in a version-2 shim (INT for congestion control):
+// the version-1 record, then what HPCC and PowerTCP read of the egress
+// port. docs/wire-format.md has every field's unit.
+header p4cc_int_hop_h {
+    bit<16> switch_id;
+    bit<16> egress_port;
+    bit<32> enq_qdepth;       // depth unit of the shim
+    bit<32> deq_timedelta;    // time unit of the shim
+    bit<64> egress_ts;        // time unit of the shim
+    bit<32> qlen_bytes;       // bytes queued at the port as the packet left
+    bit<32> tx_bytes;         // the port's transmitted bytes, wrapping
+    bit<32> rate_kbps;        // the port's line rate as loaded, kb/s (0: not loaded)
+}
+
 // Out-of-band queue report (postcard), carried in UDP to the collector.
 header p4cc_postcard_h {
     bit<8>  version;

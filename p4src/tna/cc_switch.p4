@@ -5,9 +5,10 @@
  * drives both alike.
  *   - IPv4 LPM forwarding, TTL, checksum;
  *   - ECN CE when the egress queue at enqueue was >= K (per port, in
- *     80-byte cells);
+ *     80-byte cells), or RED between Kmin and Kmax (DCQCN's switch);
  *   - the p4cc telemetry shim (units 0x11: depths in cells, hop records
- *     in ns), path maximum;
+ *     in ns), path maximum; version 2 adds the queue in bytes, the port's
+ *     transmitted bytes and its line rate (HPCC, PowerTCP);
  *   - per-port random loss; per-port counters;
  *   - postcards: 1-in-N packets are mirrored egress-to-egress (session
  *     POSTCARD_SESSION) with a mirror header carrying their queue report;
@@ -216,6 +217,9 @@ struct eg_headers_t {
     p4cc_hop_h                old_hop_3;
     p4cc_hop_h                old_hop_2;
     p4cc_hop_h                old_hop_1;
+    // A version-2 shim's record; the records already there are payload
+    // (never parsed: a version-2 packet parses as deep with four as with none).
+    p4cc_int_hop_h            new_int_hop;
 }
 
 // What egress reports of the queue, widened once, in the first stage, from
@@ -231,6 +235,8 @@ struct queue_report_t {
     bit<32> deq_timedelta;          // ns
     bit<64> egress_ts;              // ns
     bit<16> pkt_len;                // bytes, FCS excluded
+    bit<32> pkt_len32;              // the same, at the width of the byte counters
+    bit<32> pkt_len32_int;          // the same with a version-2 record pushed
 }
 
 struct eg_meta_t {
@@ -239,6 +245,8 @@ struct eg_meta_t {
     MirrorId_t        pc_session;
     bit<32>           pc_last;      // sample_one_in_n - 1
     bool              shim_ok;
+    bool              shim_int_ok;  // a version-2 shim with at most P4CC_MAX_HOPS records
+    bit<32>           tx_frame;     // bytes this packet puts on its port (PortLoad)
     bit<16>           switch_id;
     bit<16>           l4_src_port;  // copies: the reported packet's ports
     bit<16>           l4_dst_port;
@@ -256,6 +264,8 @@ parser CcEgressParser(packet_in pkt, out eg_headers_t hdr, out eg_meta_t meta,
         meta.pc_session = 0;
         meta.pc_last = 0;
         meta.shim_ok = false;
+        meta.shim_int_ok = false;
+        meta.tx_frame = 0;
         meta.switch_id = 0;
         meta.l4_src_port = 0;
         meta.l4_dst_port = 0;
@@ -310,8 +320,17 @@ parser CcEgressParser(packet_in pkt, out eg_headers_t hdr, out eg_meta_t meta,
             (P4CC_SHIM_VERSION, 2): parse_hops_2;
             (P4CC_SHIM_VERSION, 3): parse_hops_3;
             (P4CC_SHIM_VERSION, P4CC_MAX_HOPS_B): shim_complete;
+            (P4CC_SHIM_VERSION_INT, 0): shim_int_complete;
+            (P4CC_SHIM_VERSION_INT, 1): shim_int_complete;
+            (P4CC_SHIM_VERSION_INT, 2): shim_int_complete;
+            (P4CC_SHIM_VERSION_INT, 3): shim_int_complete;
+            (P4CC_SHIM_VERSION_INT, P4CC_MAX_HOPS_B): shim_int_complete;
             default: accept;
         }
+    }
+    state shim_int_complete {
+        meta.shim_int_ok = true;
+        transition accept;
     }
     state parse_hops_3 { pkt.extract(hdr.old_hop_3); transition parse_hops_2; }
     state parse_hops_2 { pkt.extract(hdr.old_hop_2); transition parse_hops_1; }
@@ -361,6 +380,8 @@ control WidenQueueReport(out queue_report_t q,
         q.deq_timedelta = (bit<32>)eg_intr_md.deq_timedelta;
         q.egress_ts = (bit<64>)egress_ts;
         q.pkt_len = eg_intr_md.pkt_length - FCS_BYTES;
+        q.pkt_len32 = (bit<32>)(eg_intr_md.pkt_length - FCS_BYTES);
+        q.pkt_len32_int = (bit<32>)(eg_intr_md.pkt_length + (INT_HOP_LEN_BYTES - FCS_BYTES));
     }
     // A table of its own, so the copies are made in an action of their own.
     @hidden table queue_report {
@@ -429,14 +450,44 @@ control LinkLoss(in PortId_t port,
     }
 }
 
-// DCTCP-style marking on the instantaneous queue at enqueue.
+// ECN marking on the instantaneous queue at enqueue: a step at K (DCTCP),
+// or RED's probability rising from Kmin to Kmax (DCQCN's switch).
 control EcnMarking(inout ipv4_h ipv4, in PortId_t port, in bit<19> enq_qdepth) {
     Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS) ce_marks;
+    Random<bit<16>>() uniform;
     bit<19> k = 0;
     bit<19> short_of_k = 0;
+    bit<32> p = 0;
+    bit<16> drawn = 0;
+    bit<32> below_p = 0;
 
     action set_threshold(bit<19> k_depth) {
         k = k_depth;
+    }
+    action set_mark_probability(bit<32> mark_16) {
+        p = mark_16;
+        drawn = uniform.get();
+    }
+    // A port's RED profile: per queue depth range (80-byte cells), the
+    // probability of marking there (mark_16 / MARK_SCALE).
+    table ecn_red {
+        key = {
+            port: exact @name("egress_port");
+            enq_qdepth: range @name("enq_qdepth");
+        }
+        actions = { set_mark_probability; NoAction; }
+        default_action = NoAction();
+        size = RED_ENTRIES;
+    }
+    // Not zero exactly when the draw is below the probability (LinkLoss's
+    // comparison).
+    action compare_red() {
+        below_p = p |-| (bit<32>)drawn;
+    }
+    @hidden table red_compare {
+        actions = { compare_red; }
+        default_action = compare_red();
+        size = 1;
     }
     // Zero exactly when the queue reached K. An action of its own, as in
     // LinkLoss.
@@ -464,8 +515,75 @@ control EcnMarking(inout ipv4_h ipv4, in PortId_t port, in bit<19> enq_qdepth) {
                     ipv4.ecn = ECN_CE;
                     ce_marks.count(port);
                 }
+            } else if (ecn_red.apply().hit) {
+                red_compare.apply();
+                if (below_p != 0) {
+                    ipv4.ecn = ECN_CE;
+                    ce_marks.count(port);
+                }
             }
         }
+    }
+}
+
+// What HPCC and PowerTCP read of a port (shim version 2): its line rate as
+// the controller loaded it, the bytes it transmitted, and the bytes queued
+// as a packet leaves (Tofino counts its queue in 80-byte cells: × 80, as
+// (x << 6) + (x << 4), in two steps: no multiplier, one ALU op per action).
+control PortLoad(in PortId_t port, in queue_report_t q, in bool record_pushed,
+                 inout eg_meta_t meta, out int_values_t w) {
+    Register<bit<32>, PortId_t>(NUM_PORTS, 0) tx_bytes;
+    bit<32> cells64 = 0;
+    bit<32> cells16 = 0;
+
+    // Transmitted: the frame as it leaves, a new record included (one
+    // stateful ALU op: the length comes from the PHV ready-made).
+    RegisterAction<bit<32>, PortId_t, bit<32>>(tx_bytes) add_sent = {
+        void apply(inout bit<32> sent, out bit<32> now) {
+            sent = sent + meta.tx_frame;
+            now = sent;
+        }
+    };
+
+    action set_port_rate(bit<32> rate_kbps) {
+        w.rate_kbps = rate_kbps;
+    }
+    table port_rate {
+        key = { port: exact @name("egress_port"); }
+        actions = { set_port_rate; NoAction; }
+        default_action = NoAction();
+        size = NUM_PORTS;
+    }
+
+    action scale_queue() {
+        cells64 = q.deq_qdepth << 6;
+        cells16 = q.deq_qdepth << 4;
+    }
+    @hidden table queue_scale {
+        actions = { scale_queue; }
+        default_action = scale_queue();
+        size = 1;
+    }
+    action sum_queue() {
+        w.qlen_bytes = cells64 + cells16;
+    }
+    @hidden table queue_sum {
+        actions = { sum_queue; }
+        default_action = sum_queue();
+        size = 1;
+    }
+
+    apply {
+        w.rate_kbps = 0;
+        port_rate.apply();
+        if (record_pushed) {
+            meta.tx_frame = q.pkt_len32_int;
+        } else {
+            meta.tx_frame = q.pkt_len32;
+        }
+        w.tx_bytes = add_sent.execute(port);
+        queue_scale.apply();
+        queue_sum.apply();
     }
 }
 
@@ -473,11 +591,13 @@ control EcnMarking(inout ipv4_h ipv4, in PortId_t port, in bit<19> enq_qdepth) {
 // (PushHopRecord, shared with the v1model program).
 control InbandTelemetry(inout eg_headers_t hdr,
                         in eg_meta_t meta,
-                        in queue_report_t q) {
+                        in queue_report_t q,
+                        in int_values_t w) {
     PushHopRecord() push;
+    PushIntRecord() push_int;
 
     apply {
-        if (hdr.shim.isValid() && meta.shim_ok) {
+        if (hdr.shim.isValid() && (meta.shim_ok || meta.shim_int_ok)) {
             hdr.shim.max_qdepth = max(hdr.shim.max_qdepth, q.enq_qdepth);
             hop_values_t v;
             v.switch_id = meta.switch_id;
@@ -485,7 +605,11 @@ control InbandTelemetry(inout eg_headers_t hdr,
             v.enq_qdepth = q.enq_qdepth;
             v.deq_timedelta_us = q.deq_timedelta;   // ns: SHIM_UNITS_TOFINO
             v.egress_ts_us = q.egress_ts;           // ns
-            push.apply(hdr.shim, hdr.new_hop, hdr.ipv4, hdr.udp, SHIM_UNITS_TOFINO, v);
+            if (meta.shim_int_ok) {
+                push_int.apply(hdr.shim, hdr.new_int_hop, hdr.ipv4, hdr.udp, SHIM_UNITS_TOFINO, v, w);
+            } else {
+                push.apply(hdr.shim, hdr.new_hop, hdr.ipv4, hdr.udp, SHIM_UNITS_TOFINO, v);
+            }
         }
     }
 }
@@ -597,11 +721,13 @@ control CcEgress(inout eg_headers_t hdr, inout eg_meta_t meta,
     LinkLoss() loss;
     EcnMarking() ecn;
     InbandTelemetry() telemetry;
+    PortLoad() load;
     Postcards() postcards;
     PortCounters() tx;
 
     apply {
         bool dropped = false;
+        int_values_t w;
         queue_report_t q;
         widen.apply(q, eg_intr_md, eg_prsr_md.global_tstamp);
         config.apply(meta);
@@ -609,7 +735,9 @@ control CcEgress(inout eg_headers_t hdr, inout eg_meta_t meta,
             loss.apply(eg_intr_md.egress_port, eg_dprsr_md, dropped);
             if (!dropped) {
                 ecn.apply(hdr.ipv4, eg_intr_md.egress_port, eg_intr_md.enq_qdepth);
-                telemetry.apply(hdr, meta, q);
+                load.apply(eg_intr_md.egress_port, q, hdr.shim.isValid() && meta.shim_int_ok
+                           && hdr.shim.hop_count < P4CC_MAX_HOPS_B, meta, w);
+                telemetry.apply(hdr, meta, q, w);
             }
         }
         postcards.apply(hdr, meta, q, eg_dprsr_md, dropped);

@@ -6,8 +6,11 @@
  *   - ECN: an ECT packet becomes CE when the queue it joined at its egress
  *     port was at least K deep (K per port, set at run time);
  *   - telemetry: UDP datagrams to P4CC_SHIM_UDP_PORT carry a shim in which
- *     each hop records its queue, and the path maximum is kept up to date;
- *     sampled postcards report any packet's queue to a collector.
+ *     each hop records its queue, and the path maximum is kept up to date
+ *     (version 2: also the queue in bytes, the port's transmitted bytes and
+ *     line rate, what HPCC and PowerTCP read); sampled postcards report
+ *     any packet's queue to a collector.
+ * ECN marking is a step at K, or RED between Kmin and Kmax (DCQCN's switch).
  * docs/data-plane.md lists every table, action, counter and register.
  */
 #include <core.p4>
@@ -34,13 +37,17 @@ struct headers_t {
     // This hop's record, emitted before the records already there.
     p4cc_hop_h                      new_hop;
     p4cc_hop_h[P4CC_MAX_HOPS]       hops;
+    // A version-2 shim's record (the ones already there are payload).
+    p4cc_int_hop_h                  new_int_hop;
 }
 
 struct local_meta_t {
     bit<8>  hops_left;
     bool    shim_len_ok;
     bool    shim_ok;
+    bool    shim_int_ok;      // a version-2 shim with at most P4CC_MAX_HOPS records
     bit<16> switch_id;
+    bit<8>  time_unit;        // TIME_UNIT_*: this switch's clock (clock_config)
     bool    dropped;
     // What a postcard clone must remember of the packet it reports on:
     // E2E clones keep headers but lose metadata, and their own queueing
@@ -106,8 +113,14 @@ parser CcParser(packet_in packet,
         meta.shim_len_ok = hdr.shim.hop_count <= P4CC_MAX_HOPS_B;
         transition select(hdr.shim.version, meta.shim_len_ok) {
             (P4CC_SHIM_VERSION, true): parse_hops;
+            (P4CC_SHIM_VERSION_INT, true): shim_int_complete;
             default: accept;
         }
+    }
+
+    state shim_int_complete {
+        meta.shim_int_ok = true;
+        transition accept;
     }
 
     state parse_hops {
@@ -135,6 +148,24 @@ control CcVerifyChecksum(inout headers_t hdr, inout local_meta_t meta) {
 }
 
 /* ----------------------------- ingress ------------------------------ */
+
+// Bytes that joined and that left each port's queue, so that egress can
+// tell the queue in bytes (v1model reports it only in packets). Both
+// count a packet's length at ingress; they are the program's globals
+// because ingress adds to the first and egress to the second.
+register<bit<32>>(NUM_PORTS) queue_in_bytes;
+register<bit<32>>(NUM_PORTS) queue_out_bytes;
+
+// Counts what joins a queue (ingress's side of QueueBytes, below).
+control QueueIn(in bool dropped, in standard_metadata_t sm) {
+    apply {
+        if (!dropped) {
+            bit<32> joined;
+            queue_in_bytes.read(joined, (bit<32>)sm.egress_spec);
+            queue_in_bytes.write((bit<32>)sm.egress_spec, joined + sm.packet_length);
+        }
+    }
+}
 
 control PortCounters(in bit<9> port) {
     counter(NUM_PORTS, CounterType.packets_and_bytes) port_packets;
@@ -183,9 +214,11 @@ control CcIngress(inout headers_t hdr,
                   inout standard_metadata_t sm) {
     PortCounters() rx;
     Forwarding() forwarding;
+    QueueIn() queue_in;
     apply {
         rx.apply(sm.ingress_port);
         forwarding.apply(hdr, meta, sm);
+        queue_in.apply(meta.dropped, sm);
     }
 }
 
@@ -199,7 +232,68 @@ control SwitchConfig(inout local_meta_t meta) {
         actions = { set_switch_id; }
         default_action = set_switch_id(0);
     }
-    apply { switch_config.apply(); }
+    // The unit of this switch's timestamps and queue delays, as its
+    // reports say: bmv2 counts µs; the embedded target counts ns when the
+    // controller switches its clock to ns (docs/embedded-target.md).
+    action set_time_unit(bit<8> time_unit) {
+        meta.time_unit = time_unit;
+    }
+    table clock_config {
+        actions = { set_time_unit; }
+        default_action = set_time_unit(TIME_UNIT_US);
+    }
+    apply {
+        switch_config.apply();
+        clock_config.apply();
+    }
+}
+
+// What HPCC and PowerTCP read of a port (shim version 2): its line rate as
+// the controller loaded it, the bytes it transmitted, and the bytes queued
+// as a packet leaves.
+control PortLoad(out int_values_t w,
+                 in bool record_pushed,
+                 in standard_metadata_t sm) {
+    register<bit<32>>(NUM_PORTS) tx_bytes;
+
+    action set_port_rate(bit<32> rate_kbps) {
+        w.rate_kbps = rate_kbps;
+    }
+    table port_rate {
+        key = { sm.egress_port: exact @name("egress_port"); }
+        actions = { set_port_rate; NoAction; }
+        default_action = NoAction();
+        size = NUM_PORTS;
+    }
+
+    apply {
+        w.rate_kbps = 0;
+        port_rate.apply();
+        // Transmitted: the frame as it leaves, its new record included.
+        bit<32> sent;
+        tx_bytes.read(sent, (bit<32>)sm.egress_port);
+        sent = sent + sm.packet_length;
+        if (record_pushed) {
+            sent = sent + (bit<32>)INT_HOP_LEN_BYTES;
+        }
+        tx_bytes.write((bit<32>)sm.egress_port, sent);
+        w.tx_bytes = sent;
+        // Queued: what joined minus what left, this packet included. A tail
+        // drop is counted in but never out, so the difference is reset
+        // each time the queue empties.
+        bit<32> joined;
+        bit<32> left;
+        queue_in_bytes.read(joined, (bit<32>)sm.egress_port);
+        queue_out_bytes.read(left, (bit<32>)sm.egress_port);
+        left = left + sm.packet_length;
+        if (sm.deq_qdepth == 0) {
+            queue_in_bytes.write((bit<32>)sm.egress_port, left);
+            w.qlen_bytes = 0;
+        } else {
+            w.qlen_bytes = joined - left;
+        }
+        queue_out_bytes.write((bit<32>)sm.egress_port, left);
+    }
 }
 
 // Random loss on a port, as a lossy link would drop.
@@ -230,15 +324,18 @@ control LinkLoss(inout local_meta_t meta, inout standard_metadata_t sm) {
     }
 }
 
-// DCTCP-style marking on the instantaneous queue at enqueue.
+// ECN marking on the instantaneous queue at enqueue: a step at K (DCTCP),
+// or RED's probability rising from Kmin to Kmax (DCQCN's switch).
 control EcnMarking(inout headers_t hdr, inout standard_metadata_t sm) {
     counter(NUM_PORTS, CounterType.packets) ce_marks;
     bit<32> k = 0;
+    bit<32> p = 0;
+    bool mark = false;
 
     action set_threshold(bit<32> k_depth) {
         k = k_depth;
     }
-    // A port without an entry never marks.
+    // A port with neither an entry here nor a RED profile never marks.
     table ecn_threshold {
         key = { sm.egress_port: exact @name("egress_port"); }
         actions = { set_threshold; NoAction; }
@@ -246,10 +343,32 @@ control EcnMarking(inout headers_t hdr, inout standard_metadata_t sm) {
         size = NUM_PORTS;
     }
 
+    action set_mark_probability(bit<32> mark_16) {
+        p = mark_16;
+    }
+    // A port's RED profile: per queue depth range, the probability of
+    // marking there (mark_16 / MARK_SCALE).
+    table ecn_red {
+        key = {
+            sm.egress_port: exact @name("egress_port");
+            sm.enq_qdepth: range @name("enq_qdepth");
+        }
+        actions = { set_mark_probability; NoAction; }
+        default_action = NoAction();
+        size = RED_ENTRIES;
+    }
+
     apply {
         if (hdr.ipv4.isValid()
                 && (hdr.ipv4.ecn == ECN_ECT0 || hdr.ipv4.ecn == ECN_ECT1)) {
-            if (ecn_threshold.apply().hit && (bit<32>)sm.enq_qdepth >= k) {
+            if (ecn_threshold.apply().hit) {
+                mark = (bit<32>)sm.enq_qdepth >= k;
+            } else if (ecn_red.apply().hit && p != 0) {
+                bit<32> draw;
+                random(draw, 0, MARK_SCALE - 1);
+                mark = draw < p;
+            }
+            if (mark) {
                 hdr.ipv4.ecn = ECN_CE;
                 ce_marks.count((bit<32>)sm.egress_port);
             }
@@ -258,13 +377,15 @@ control EcnMarking(inout headers_t hdr, inout standard_metadata_t sm) {
 }
 
 // In-band telemetry: keep the path maximum, add this hop's record
-// (PushHopRecord, shared with the Tofino program).
+// (PushHopRecord / PushIntRecord, shared with the Tofino program).
 control InbandTelemetry(inout headers_t hdr,
                         in local_meta_t meta,
-                        in standard_metadata_t sm) {
+                        in standard_metadata_t sm,
+                        in int_values_t w) {
     PushHopRecord() push;
+    PushIntRecord() push_int;
     apply {
-        if (hdr.shim.isValid() && meta.shim_ok) {
+        if (hdr.shim.isValid() && (meta.shim_ok || meta.shim_int_ok)) {
             bit<32> depth = (bit<32>)sm.enq_qdepth;
             if (depth > hdr.shim.max_qdepth) {
                 hdr.shim.max_qdepth = depth;
@@ -275,10 +396,16 @@ control InbandTelemetry(inout headers_t hdr,
             v.enq_qdepth = depth;
             v.deq_timedelta_us = sm.deq_timedelta;
             v.egress_ts_us = (bit<64>)sm.egress_global_timestamp;
-            push.apply(hdr.shim, hdr.new_hop, hdr.ipv4, hdr.udp, DEPTH_UNIT_PACKETS, v);
+            bit<8> units = DEPTH_UNIT_PACKETS | (meta.time_unit << 4);
+            if (meta.shim_int_ok) {
+                push_int.apply(hdr.shim, hdr.new_int_hop, hdr.ipv4, hdr.udp, units, v, w);
+            } else {
+                push.apply(hdr.shim, hdr.new_hop, hdr.ipv4, hdr.udp, units, v);
+            }
         }
     }
 }
+
 
 // Postcards: 1-in-N packets are cloned egress-to-egress to the collector
 // port; the clone is rewritten into a queue report (BuildPostcard, shared
@@ -326,7 +453,7 @@ control Postcards(inout headers_t hdr,
         postcard_config.apply();
         if (sm.instance_type == INSTANCE_E2E_CLONE) {
             postcard_report_t r;
-            r.units = POSTCARD_UNITS_V1MODEL;
+            r.units = POSTCARD_UNITS_V1MODEL | (meta.time_unit << 4);
             r.switch_id = meta.switch_id;
             r.ingress_port = meta.pc_ingress_port;
             r.egress_port = meta.pc_egress_port;
@@ -371,6 +498,7 @@ control CcEgress(inout headers_t hdr,
     LinkLoss() loss;
     EcnMarking() ecn;
     InbandTelemetry() telemetry;
+    PortLoad() load;
     Postcards() postcards;
     PortCounters() tx;
 
@@ -380,7 +508,12 @@ control CcEgress(inout headers_t hdr,
             loss.apply(meta, sm);
             if (!meta.dropped) {
                 ecn.apply(hdr, sm);
-                telemetry.apply(hdr, meta, sm);
+                // Every packet counts in its port's load; a version-2
+                // record reports it.
+                int_values_t w;
+                load.apply(w, hdr.shim.isValid() && meta.shim_int_ok
+                              && hdr.shim.hop_count < P4CC_MAX_HOPS_B, sm);
+                telemetry.apply(hdr, meta, sm, w);
             }
         }
         postcards.apply(hdr, meta, sm);
@@ -423,6 +556,7 @@ control CcDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.shim);
         packet.emit(hdr.new_hop);
         packet.emit(hdr.hops);
+        packet.emit(hdr.new_int_hop);
     }
 }
 

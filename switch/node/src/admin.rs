@@ -110,16 +110,43 @@ async fn status(State(a): State<Admin>) -> Response {
         "unknown_port_drops": a.shared.unknown_port_drops.load(Relaxed),
         "no_pipeline_drops": a.shared.no_pipeline_drops.load(Relaxed),
         "ports": a.shared.ports.len(),
+        "clock": if a.shared.clock_ns.load(Relaxed) { "ns" } else { "us" },
     }))
     .into_response()
 }
 
+/// `PUT /clock {"unit": "ns"|"us"}`: the unit the pipeline's timestamps
+/// and queue delays count in from the next packet on.
+async fn put_clock(State(a): State<Admin>, body: Bytes) -> Response {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Clock {
+        unit: String,
+    }
+    let c: Clock = match serde_json::from_slice(&body) {
+        Ok(c) => c,
+        Err(e) => return err(StatusCode::BAD_REQUEST, format!("bad JSON body: {e}")),
+    };
+    let ns = match c.unit.as_str() {
+        "ns" => true,
+        "us" => false,
+        u => return err(StatusCode::BAD_REQUEST, format!("clock unit '{u}' is not ns or us")),
+    };
+    if a.p4rt.is_none() {
+        return err(StatusCode::BAD_REQUEST, "this process runs no pipeline: it has no clock to set");
+    }
+    a.shared.clock_ns.store(ns, Relaxed);
+    a.shared.wake();
+    log::info!("clock: {}", c.unit);
+    Json(json!({ "clock": c.unit })).into_response()
+}
+
 async fn not_found() -> Response {
-    err(StatusCode::NOT_FOUND, "no such endpoint (GET /status, GET /ports, GET|PUT /ports/{n})")
+    err(StatusCode::NOT_FOUND, "no such endpoint (GET /status, GET /ports, GET|PUT /ports/{n}, PUT /clock)")
 }
 
 async fn not_allowed() -> Response {
-    err(StatusCode::METHOD_NOT_ALLOWED, "method not allowed (GET /status, GET /ports, GET|PUT /ports/{n})")
+    err(StatusCode::METHOD_NOT_ALLOWED, "method not allowed (GET /status, GET /ports, GET|PUT /ports/{n}, PUT /clock)")
 }
 
 pub fn router(a: Admin) -> Router {
@@ -127,6 +154,7 @@ pub fn router(a: Admin) -> Router {
         .route("/status", get(status))
         .route("/ports", get(list))
         .route("/ports/{n}", get(get_port).put(put_port))
+        .route("/clock", axum::routing::put(put_clock))
         .fallback(not_found)
         .method_not_allowed_fallback(not_allowed)
         .with_state(a)

@@ -29,6 +29,8 @@ pub struct SwitchCore {
     engine_seed: u64,
     pipeline_gen: u64,
     settings_gen: u64,
+    /// ns per tick of the pipeline's clock: 1000 (µs, bmv2's) or 1.
+    tick_ns: u64,
     /// Scratch: packets out of ingress and their arrival times.
     out: Vec<Queued>,
     arrivals: Vec<u64>,
@@ -65,6 +67,7 @@ impl SwitchCore {
             engine_seed: seed,
             pipeline_gen: u64::MAX,
             settings_gen: u64::MAX,
+            tick_ns: 1000,
             out: Vec::with_capacity(64),
             arrivals: Vec::with_capacity(64),
             requeue: Vec::with_capacity(8),
@@ -94,6 +97,7 @@ impl SwitchCore {
                 p.egress.flush();
             }
         }
+        self.tick_ns = if self.shared.clock_ns.load(Relaxed) { 1 } else { 1000 };
         let sg = self.shared.settings_gen.load(Relaxed);
         if sg != self.settings_gen {
             self.settings_gen = sg;
@@ -117,7 +121,7 @@ impl SwitchCore {
     pub fn ingress(&mut self, frame: &[u8], port: u32, t: u64) -> bool {
         match self.engine.as_mut() {
             Some(e) => {
-                e.ingress(frame, port, t / 1000, &mut self.out);
+                e.ingress(frame, port, t / self.tick_ns, &mut self.out);
                 self.arrivals.resize(self.out.len(), t);
                 true
             }
@@ -205,19 +209,20 @@ impl SwitchCore {
         while let Some((q, m)) = self.ports[i].egress.dequeue(t) {
             any = true;
             let Some(e) = self.engine.as_mut() else { continue };
+            let tick = self.tick_ns;
             let qm = QueueMeta {
                 enq_qdepth: m.enq_qdepth,
                 deq_qdepth: m.deq_qdepth,
-                deq_timedelta_us: m.deq_timedelta_us().min(u32::MAX as u64) as u32,
-                enq_timestamp_us: m.enq_timestamp_us(),
+                deq_timedelta_us: ((m.deq_ns - m.enq_ns) / tick).min(u32::MAX as u64) as u32,
+                enq_timestamp_us: m.enq_ns / tick,
             };
-            let frame = e.egress(q, qm, m.deq_ns / 1000, &mut self.requeue);
+            let frame = e.egress(q, qm, m.deq_ns / tick, &mut self.requeue);
             if !self.requeue.is_empty() {
                 let mut rq = std::mem::take(&mut self.requeue);
                 for r in rq.drain(..) {
                     if r.is_recirculate() {
                         if let Some(e) = self.engine.as_mut() {
-                            e.ingress_recirculated(r, m.deq_ns / 1000, &mut self.out);
+                            e.ingress_recirculated(r, m.deq_ns / tick, &mut self.out);
                         }
                         let mut out = std::mem::take(&mut self.out);
                         for q in out.drain(..) {
@@ -258,8 +263,8 @@ impl SwitchCore {
     /// or link), then to the primary controller as a PacketIn.
     fn send_to_cpu(&mut self, q: Queued, t: u64) {
         let Some(e) = self.engine.as_mut() else { return };
-        let qm = QueueMeta { enq_qdepth: 0, deq_qdepth: 0, deq_timedelta_us: 0, enq_timestamp_us: t / 1000 };
-        let frame = e.egress(q, qm, t / 1000, &mut self.requeue);
+        let qm = QueueMeta { enq_qdepth: 0, deq_qdepth: 0, deq_timedelta_us: 0, enq_timestamp_us: t / self.tick_ns };
+        let frame = e.egress(q, qm, t / self.tick_ns, &mut self.requeue);
         let rq: Vec<Queued> = self.requeue.drain(..).collect();
         for r in rq {
             if !r.is_recirculate() && Some(r.egress_port()) != self.cpu_port {

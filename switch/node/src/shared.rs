@@ -102,6 +102,9 @@ pub struct Shared {
     pub unknown_port_drops: AtomicU64,
     /// Frames dropped because no pipeline was loaded.
     pub no_pipeline_drops: AtomicU64,
+    /// The pipeline's clock counts ns (else µs, as bmv2's): its timestamps
+    /// and queue delays (`PUT /clock`).
+    pub clock_ns: AtomicBool,
     pub start_ns: u64,
     wake: OwnedFd,
 }
@@ -118,6 +121,7 @@ impl Shared {
             stop: AtomicBool::new(false),
             unknown_port_drops: AtomicU64::new(0),
             no_pipeline_drops: AtomicU64::new(0),
+            clock_ns: AtomicBool::new(false),
             start_ns: monotonic_ns(),
             wake: unsafe { OwnedFd::from_raw_fd(fd) },
         })

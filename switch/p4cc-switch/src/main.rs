@@ -38,6 +38,8 @@ usage: p4cc-switch [options]
       --depth PORT=PKTS       egress queue depth in packets (default 64, as bmv2)
       --seed N                seed of the loss draws and of P4 random() (default 1)
       --cpu-port N            port number of the CPU port (packet-in/out; default none)
+      --clock UNIT            us|ns: the unit of the pipeline's timestamps and queue delays (default
+                              us, as bmv2; the admin API's PUT /clock changes it at run time)
       --rt-prio N             run the packet thread as SCHED_FIFO priority N (1-99; root): departures
                               on time beside other load (default: the ordinary scheduler)
       --log-level LEVEL       off|error|info|debug (default info; the packet path logs only at debug)
@@ -58,6 +60,7 @@ struct Opts {
     cpu_port: Option<u32>,
     rt_prio: Option<i32>,
     level: log::LevelFilter,
+    clock_ns: bool,
     ports: Vec<PortSpec>,
 }
 
@@ -76,6 +79,7 @@ fn parse_args(args: Vec<String>) -> Result<Opts, String> {
         cpu_port: None,
         rt_prio: None,
         level: log::LevelFilter::Info,
+        clock_ns: false,
         ports: vec![],
     };
     let mut seed_given = false;
@@ -134,6 +138,13 @@ fn parse_args(args: Vec<String>) -> Result<Opts, String> {
                 o.rt_prio = Some(parse_rt_prio(&v)?);
             }
             "--log-level" => o.level = parse_log_level(&val(&flag)?)?,
+            "--clock" => {
+                o.clock_ns = match val(&flag)?.as_str() {
+                    "ns" => true,
+                    "us" => false,
+                    x => return Err(format!("--clock: '{x}' is not us or ns")),
+                }
+            }
             x => return Err(format!("unknown option '{x}' (see --help)")),
         }
     }
@@ -219,6 +230,7 @@ fn main() {
         )
         .unwrap_or_else(|e| die(1, format!("eventfd: {e}"))),
     );
+    shared.clock_ns.store(o.clock_ns, Ordering::Relaxed);
     {
         let sh = shared.clone();
         service.set_packet_out_waker(Arc::new(move || sh.wake()));

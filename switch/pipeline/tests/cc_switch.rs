@@ -272,7 +272,7 @@ fn shim_of_other_version_or_too_long_is_left_alone() {
     let mut s = sw();
     s.route([10, 0, 2, 0], 24, 2, NEXT_MAC);
     let mut sh = shim(&[], 0);
-    sh[0] = 2;
+    sh[0] = 3;
     let f = udp_frame(0x0a00_0201, 0, SHIM_PORT, &sh);
     let o = s.send(&f, 1, q(4));
     assert_eq!(o[0].1.len(), f.len());
@@ -282,6 +282,101 @@ fn shim_of_other_version_or_too_long_is_left_alone() {
     let f = udp_frame(0x0a00_0201, 0, SHIM_PORT, &sh);
     let o = s.send(&f, 1, q(4));
     assert_eq!(o[0].1[34..], f[34..]);
+}
+
+/// A version-2 shim gets a 32-byte record after the fixed part: the
+/// version-1 fields, then the queue in bytes, the port's transmitted bytes
+/// and its line rate as loaded (docs/wire-format.md, shim version 2).
+#[test]
+fn shim_version_2_gets_the_int_record() {
+    let mut s = sw();
+    s.route([10, 0, 2, 0], 24, 2, NEXT_MAC);
+    let st = s.st.clone();
+    st.table_insert(
+        s.t("port_rate"),
+        TableEntry {
+            key: vec![MatchKey::Exact(2u16.to_be_bytes().to_vec())],
+            priority: 0,
+            action: ActionCall { action: s.a("set_port_rate"), args: vec![25_000_000u32.to_be_bytes().to_vec()] },
+        },
+    )
+    .unwrap();
+    // An older record (of the previous switch) follows as payload, untouched.
+    let mut sh = vec![2u8, 1, 0, 0, 0, 0, 0, 9];
+    let older: Vec<u8> = (0..32u8).collect();
+    sh.extend(&older);
+    sh.extend(b"payload");
+    let f = udp_frame(0x0a00_0201, 0, SHIM_PORT, &sh);
+    let sent = |s: &mut Sw, f: &[u8], q| s.send(f, 1, q).remove(0).1;
+    // Queue of 4 packets left behind this one as it leaves.
+    let o = sent(&mut s, &f, q(5));
+    assert_eq!(o.len(), f.len() + 32);
+    let shim_at = 42;
+    assert_eq!(&o[shim_at..shim_at + 4], &[2, 2, 0, 0], "version 2, two records, units packets/µs");
+    assert_eq!(u32::from_be_bytes(o[shim_at + 4..shim_at + 8].try_into().unwrap()), 9, "max kept");
+    let r = &o[shim_at + 8..shim_at + 40];
+    let be32 = |b: &[u8]| u32::from_be_bytes(b.try_into().unwrap());
+    assert_eq!(u16::from_be_bytes([r[2], r[3]]), 2, "egress port");
+    assert_eq!(be32(&r[4..8]), 5, "enq_qdepth");
+    assert_eq!(be32(&r[8..12]), 20, "deq_timedelta");
+    assert_eq!(u64::from_be_bytes(r[12..20].try_into().unwrap()), 5_020, "egress_ts");
+    // Nothing was counted into port 2's queue before: queue in bytes is
+    // what joined minus what left, this packet included, so 0 here.
+    assert_eq!(be32(&r[20..24]), 0, "qlen_bytes");
+    let len = f.len() as u32;
+    assert_eq!(be32(&r[24..28]), len + 32, "tx_bytes: the frame with its new record");
+    assert_eq!(be32(&r[28..32]), 25_000_000, "rate_kbps as loaded");
+    assert_eq!(&o[shim_at + 40..shim_at + 72], &older[..], "the older record, unmoved");
+    assert_eq!(&o[shim_at + 72..], b"payload");
+    // The port's bytes accumulate, whatever the packet.
+    let plain = udp_frame(0x0a00_0201, 0, 9999, b"x");
+    sent(&mut s, &plain, q(1));
+    let o = sent(&mut s, &f, q(3));
+    assert_eq!(be32(&o[shim_at + 8 + 24..shim_at + 8 + 28]), 2 * (len + 32) + plain.len() as u32);
+    // Two packets joined port 2's queue (ingress counts them) while only
+    // one left: one packet's bytes are queued behind it.
+    let mut queued = Vec::new();
+    s.e.ingress(&plain, 1, 6_000, &mut queued);
+    let waiting = queued.remove(0);
+    let o = sent(&mut s, &f, q(2));
+    assert_eq!(be32(&o[shim_at + 8 + 20..shim_at + 8 + 24]), plain.len() as u32, "qlen_bytes");
+    drop(waiting);
+    // Four records already: overflow flag, no fifth.
+    let mut full = vec![2u8, 4, 0, 0, 0, 0, 0, 0];
+    full.extend(vec![0u8; 4 * 32]);
+    let f = udp_frame(0x0a00_0201, 0, SHIM_PORT, &full);
+    let o = sent(&mut s, &f, q(1));
+    assert_eq!(o.len(), f.len());
+    assert_eq!(o[shim_at + 2] & 1, 1, "overflow");
+}
+
+/// RED (DCQCN's switch): no mark below Kmin, always above Kmax, and in
+/// between at the entry's probability, within a binomial bound.
+#[test]
+fn red_marks_at_the_profile_probability() {
+    let mut s = sw();
+    s.route([10, 0, 2, 0], 24, 2, NEXT_MAC);
+    let st = s.st.clone();
+    let red = |lo: u32, hi: u32, p16: u32| TableEntry {
+        key: vec![
+            MatchKey::Exact(2u16.to_be_bytes().to_vec()),
+            MatchKey::Range { low: lo.to_be_bytes()[1..].to_vec(), high: hi.to_be_bytes()[1..].to_vec() },
+        ],
+        priority: 1,
+        action: ActionCall { action: s.a("set_mark_probability"), args: vec![p16.to_be_bytes().to_vec()] },
+    };
+    st.table_insert(s.t("ecn_red"), red(10, 19, 16_384)).unwrap();
+    st.table_insert(s.t("ecn_red"), red(20, 0x7ffff, 65_536)).unwrap();
+    let f = udp_frame(0x0a00_0201, 2, 9999, b"x");
+    let marked = |s: &mut Sw, depth: u32, n: usize| {
+        (0..n).filter(|_| s.send(&f, 1, q(depth))[0].1[15] & 3 == 3).count()
+    };
+    assert_eq!(marked(&mut s, 9, 200), 0, "below Kmin");
+    assert_eq!(marked(&mut s, 25, 200), 200, "above Kmax");
+    let n = 4000;
+    let k = marked(&mut s, 15, n) as f64;
+    // p = 0.25: mean 1000, sd 27.4; 5 sd either way.
+    assert!((k - 1000.0).abs() < 5.0 * (n as f64 * 0.25 * 0.75).sqrt(), "{k} of {n} marked");
 }
 
 #[test]
