@@ -3,7 +3,7 @@
 
 use crate::params::{AlgoInfo, ParamInfo, Params};
 use crate::timely::{Signal, Timely};
-use crate::{cubic, dctcp, oracle, pcc, reno, timely, vegas};
+use crate::{bbr, cubic, dctcp, oracle, pcc, reno, timely, vegas};
 use crate::{CcError, CongestionControl, PathInfo};
 
 struct Entry {
@@ -23,6 +23,8 @@ const ENTRIES: &[Entry] = &[
     Entry { name: "vegas", aliases: &[], description: "TCP Vegas: keep alpha..beta packets queued, judged once per RTT from base RTT", params: vegas::PARAMS },
     Entry { name: "pcc-allegro", aliases: &["pcc"], description: "PCC Allegro: loss-based utility with PCC-Uspace's latency factor, on its gradient ascent (NSDI'15; PCC-Uspace)", params: pcc::allegro::PARAMS },
     Entry { name: "pcc-vivace", aliases: &[], description: "PCC Vivace: gradient ascent on a latency-aware utility (NSDI'18)", params: pcc::vivace::PARAMS },
+    Entry { name: "bbr", aliases: &["bbr1"], description: "BBRv1 as Linux's tcp_bbr.c: pacing at the max-filtered delivery rate, cwnd = 2 BDP, 8-phase gain cycle, PROBE_RTT every 10 s, policer (lt_bw) detection", params: bbr::v1::PARAMS },
+    Entry { name: "bbr3", aliases: &["bbrv3"], description: "BBRv3 (draft-ietf-ccwg-bbr-06): BBRv1's model bounded by loss (2 % per round, beta 0.7) and ECN, PROBE_BW DOWN/CRUISE/REFILL/UP, PROBE_RTT every 5 s at 0.5 BDP", params: bbr::v3::PARAMS },
 ];
 
 /// Every algorithm with its description and parameters (defaults as
@@ -91,6 +93,8 @@ pub fn by_name(name: &str, params: &[(String, String)], path: &PathInfo) -> Resu
         "vegas" => Box::new(vegas::Vegas::from_params(&p, path)?),
         "pcc-allegro" => Box::new(pcc::allegro::from_params(&p, path)?),
         "pcc-vivace" => Box::new(pcc::vivace::from_params(&p, path)?),
+        "bbr" => Box::new(bbr::v1::BbrV1::from_params(&p, path)?),
+        "bbr3" => Box::new(bbr::v3::BbrV3::from_params(&p, path)?),
         _ => return Err(CcError::UnknownAlgorithm(name.to_string())),
     })
 }
@@ -118,7 +122,7 @@ mod tests {
     fn every_listed_algorithm_builds_with_defaults_and_reports_its_name() {
         let path = PathInfo { mss: 1400, line_rate_bps: Some(100_000_000), init_cwnd_pkts: 10 };
         let all = list();
-        assert_eq!(all.len(), 9);
+        assert_eq!(all.len(), 11);
         for info in &all {
             let cc = by_name(info.name, &[], &path).unwrap();
             assert_eq!(cc.name(), info.name);
@@ -144,7 +148,9 @@ mod tests {
     #[test]
     fn clear_errors() {
         let path = PathInfo::default();
-        assert_eq!(by_name("bbr", &[], &path).err(), Some(CcError::UnknownAlgorithm("bbr".into())));
+        assert_eq!(by_name("bbr2", &[], &path).err(), Some(CcError::UnknownAlgorithm("bbr2".into())));
+        assert_eq!(by_name("BBR", &[], &path).unwrap().name(), "bbr");
+        assert_eq!(by_name("bbrv3", &[], &path).unwrap().name(), "bbr3");
         match by_name("dctcp", &kv(&[("gain", "0.1")]), &path) {
             Err(CcError::UnknownParam { algo, param, known }) => {
                 assert_eq!((algo.as_str(), param.as_str(), known.as_str()), ("dctcp", "gain", "g, init_alpha"));

@@ -45,7 +45,8 @@ fn run(cc: &mut dyn CongestionControl, link: &Link, duration_ns: u64) -> Outcome
     let mut departures: VecDeque<u64> = VecDeque::new();
     let mut busy_until = 0u64;
     let mut acks: VecDeque<Ack> = VecDeque::new();
-    let mut losses: VecDeque<u64> = VecDeque::new();
+    // (when the sender learns of the drop, when the packet was sent)
+    let mut losses: VecDeque<(u64, u64)> = VecDeque::new();
     let mut inflight = 0u64;
     let mut next_send = 0u64;
     let half = duration_ns / 2;
@@ -55,11 +56,12 @@ fn run(cc: &mut dyn CongestionControl, link: &Link, duration_ns: u64) -> Outcome
         // Feedback due by now, in time order.
         loop {
             let a = acks.front().map(|a| a.at);
-            let l = losses.front().copied();
+            let l = losses.front().map(|l| l.0);
             match (a, l) {
                 (Some(ta), Some(tl)) if tl < ta && tl <= now => {
-                    losses.pop_front();
+                    let (tl, sent) = losses.pop_front().unwrap();
                     inflight = inflight.saturating_sub(MSS);
+                    cc.on_packet_lost(tl, sent, MSS);
                     cc.on_loss(tl, MSS);
                 }
                 (Some(ta), _) if ta <= now => {
@@ -68,6 +70,7 @@ fn run(cc: &mut dyn CongestionControl, link: &Link, duration_ns: u64) -> Outcome
                     if a.at >= half {
                         delivered += MSS;
                     }
+                    cc.on_packet_acked(a.at, a.sent, MSS);
                     cc.on_ack(&AckSample {
                         now_ns: a.at,
                         acked_bytes: MSS,
@@ -81,8 +84,9 @@ fn run(cc: &mut dyn CongestionControl, link: &Link, duration_ns: u64) -> Outcome
                     });
                 }
                 (None, Some(tl)) if tl <= now => {
-                    losses.pop_front();
+                    let (tl, sent) = losses.pop_front().unwrap();
                     inflight = inflight.saturating_sub(MSS);
+                    cc.on_packet_lost(tl, sent, MSS);
                     cc.on_loss(tl, MSS);
                 }
                 _ => break,
@@ -118,7 +122,7 @@ fn run(cc: &mut dyn CongestionControl, link: &Link, duration_ns: u64) -> Outcome
             }
             if q >= link.buffer_pkts {
                 // Dropped: the sender learns about it about one RTT later.
-                losses.push_back(now + link.base_rtt_ns + busy_until.saturating_sub(now));
+                losses.push_back((now + link.base_rtt_ns + busy_until.saturating_sub(now), now));
                 if now >= half {
                     lost2 += 1;
                 }
@@ -238,3 +242,22 @@ fn pcc_vivace_fills_the_link_with_little_queue() {
     assert!(o.mean_queue < 50.0, "latency-aware: no standing queue: {o:?}");
 }
 
+
+/// 50 Mbit/s, 20 ms: a BDP of 125 kB, 89 packets of 1400 bytes.
+fn bbr_link(buffer_pkts: usize) -> Link {
+    Link { capacity_bps: 50e6, access_bps: 1e9, buffer_pkts, base_rtt_ns: 20_000_000, mark_k: None }
+}
+const BBR_BDP_PKTS: f64 = 50e6 * 0.020 / 8.0 / MSS as f64;
+
+#[test]
+fn bbr_explore() {
+    for name in ["bbr", "bbr3"] {
+        for buf in [1000usize, 200, 30, 10] {
+            let link = bbr_link(buf);
+            let mut cc = build(name, &[], &link);
+            let o = run(cc.as_mut(), &link, 20_000_000_000);
+            eprintln!("{name} buf={buf} {o:?} {:?}", cc.state());
+        }
+    }
+    let _ = BBR_BDP_PKTS;
+}
