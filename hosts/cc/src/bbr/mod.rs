@@ -128,6 +128,12 @@ pub struct RateSampler {
     /// An ACK's per-packet events have begun (prior_in_flight captured).
     in_ack: bool,
     last_acked_index: u64,
+    /// Recovery bookkeeping: packets sent before `recovery_point` were
+    /// outstanding when recovery began; `repaired` counts deliveries of
+    /// packets sent since, `lost_at_cut` the losses before.
+    recovery_point: u64,
+    repaired: u64,
+    lost_at_cut: u64,
     /// The datapath reports deliveries / losses per packet; once seen, the
     /// byte counts of `on_ack`/`on_loss` are not turned into packets.
     pub per_packet_acks: bool,
@@ -155,6 +161,9 @@ impl RateSampler {
             cur: RateSample::default(),
             in_ack: false,
             last_acked_index: 0,
+            recovery_point: 0,
+            repaired: 0,
+            lost_at_cut: 0,
             per_packet_acks: false,
             per_packet_losses: false,
         }
@@ -219,6 +228,24 @@ impl RateSampler {
         p
     }
 
+    /// Loss recovery begins now (fast recovery or RTO), triggered by the
+    /// latest `trigger_lost_pkts` losses: everything sent so far must be
+    /// settled, and those losses and any later ones repaired.
+    pub fn start_recovery(&mut self, trigger_lost_pkts: u64) {
+        self.recovery_point = self.next_index;
+        self.repaired = 0;
+        self.lost_at_cut = self.lost_pkts.saturating_sub(trigger_lost_pkts);
+    }
+
+    /// Whether recovery is over: every packet sent before it began is
+    /// settled, and as many packets sent since have been delivered as were
+    /// lost since (the retransmissions, which a sender sends first). This
+    /// stands in for TCP's "SND.UNA passed the `high_seq` of the recovery".
+    pub fn recovery_done(&self) -> bool {
+        self.oldest_unsettled() >= self.recovery_point
+            && self.repaired >= self.lost_pkts.saturating_sub(self.lost_at_cut)
+    }
+
     /// `MarkConnectionAppLimited` (§4.1.2.4).
     pub fn mark_app_limited(&mut self) {
         self.app_limited = self.delivered_pkts.saturating_add(self.inflight_pkts).max(1);
@@ -269,6 +296,9 @@ impl RateSampler {
         self.cur.newly_acked_bytes = self.cur.newly_acked_bytes.saturating_add(bytes);
         self.cur.newly_acked_pkts = self.cur.newly_acked_pkts.saturating_add(pkts);
         let Some(p) = p else { return };
+        if p.index >= self.recovery_point {
+            self.repaired = self.repaired.saturating_add(p.pkts);
+        }
         // UpdateRateSample (§4.1.2.3): the newest packet delivered names the
         // sample (IsNewestPacket).
         let newest = p.sent_ns > self.first_send_time
@@ -380,6 +410,11 @@ impl RateSampler {
     /// datapath without per-packet reports).
     pub fn lose_all(&mut self) -> Vec<SentPacket> {
         self.lose_oldest(self.inflight_bytes.max(u64::from(self.inflight_pkts > 0)))
+    }
+
+    /// Packets declared lost since the last ACK.
+    pub fn pending_lost_pkts(&self) -> u64 {
+        self.cur.newly_lost_pkts
     }
 
     /// Forget the per-ACK accumulation (losses marked by a timer are not

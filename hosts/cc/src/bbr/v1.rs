@@ -106,7 +106,6 @@ pub struct BbrV1 {
     ca_state: CaState,
     /// Packets sent before `ca_state` was entered (recovery ends when all
     /// are settled).
-    recovery_point: u64,
     srtt: RttEstimator,
     conn_min_rtt: ConnMinRtt,
     /// Earliest departure time of the next packet (`tcp_wstamp_ns`).
@@ -170,7 +169,6 @@ impl BbrV1 {
             ssthresh: u64::MAX,
             pacing_rate: 0,
             ca_state: CaState::Open,
-            recovery_point: 0,
             srtt: RttEstimator::default(),
             conn_min_rtt: ConnMinRtt::default(),
             wstamp_ns: 0,
@@ -708,11 +706,11 @@ impl BbrV1 {
     }
 
     /// Entering fast recovery (`tcp_enter_recovery` → `bbr_ssthresh`).
-    fn enter_recovery(&mut self) {
+    fn enter_recovery(&mut self, lost_pkts: u64) {
         if self.ca_state == CaState::Open {
             self.save_cwnd();
             self.ca_state = CaState::Recovery;
-            self.recovery_point = self.rate.next_index();
+            self.rate.start_recovery(lost_pkts);
         }
     }
 }
@@ -790,11 +788,11 @@ impl CongestionControl for BbrV1 {
         let losses = std::mem::take(&mut self.pending_losses);
         // tcp_fastretrans_alert: leave recovery once everything sent before
         // it is settled, then enter it on new losses.
-        if self.ca_state != CaState::Open && self.rate.oldest_unsettled() >= self.recovery_point {
+        if self.ca_state != CaState::Open && self.rate.recovery_done() {
             self.ca_state = CaState::Open;
         }
         if losses > 0 {
-            self.enter_recovery();
+            self.enter_recovery(losses);
         }
         // bbr_main → bbr_update_model.
         let rtt_us = rtt_ns.map(us);
@@ -819,7 +817,7 @@ impl CongestionControl for BbrV1 {
             self.rate.lose_oldest(lost_bytes);
             self.pending_losses = self.pending_losses.saturating_add(self.rate.lost_pkts - before);
         }
-        self.enter_recovery();
+        self.enter_recovery(self.pending_losses);
     }
 
     /// `tcp_enter_loss` (→ `bbr_ssthresh`) and `bbr_set_state(TCP_CA_Loss)`.
@@ -829,14 +827,14 @@ impl CongestionControl for BbrV1 {
             self.rate.lose_all();
         }
         // Losses marked by the timer are no ACK's rs->losses.
-        self.pending_losses = 0;
+        let marked = std::mem::take(&mut self.pending_losses);
         self.rate.clear_pending();
         if self.ca_state == CaState::Open {
             self.save_cwnd();
         }
         self.cwnd = self.rate.inflight_pkts.saturating_add(1).min(u64::from(u32::MAX));
         self.ca_state = CaState::Loss;
-        self.recovery_point = self.rate.next_index();
+        self.rate.start_recovery(marked);
         self.prev_ca_state = CaState::Loss;
         self.full_bw = 0;
         self.round_start = true;
@@ -1066,9 +1064,6 @@ mod tests {
 
     const TX: u64 = 100_000;
 
-    pub(super) fn mk_sim(seed: u64) -> Sim {
-        Sim::new(bbr(seed), true)
-    }
 
     impl Sim {
         fn new(b: BbrV1, paced: bool) -> Self {

@@ -117,7 +117,6 @@ pub struct BbrV3 {
     pacing_rate: f64,
     send_quantum: f64,
     ca_state: CaState,
-    recovery_point: u64,
     recovery_round: u64,
     srtt: RttEstimator,
     conn_min_rtt: ConnMinRtt,
@@ -210,7 +209,6 @@ impl BbrV3 {
             pacing_rate: 0.0,
             send_quantum: 2.0 * smss,
             ca_state: CaState::Open,
-            recovery_point: 0,
             recovery_round: 0,
             srtt: RttEstimator::default(),
             conn_min_rtt: ConnMinRtt::default(),
@@ -1064,11 +1062,11 @@ impl BbrV3 {
     }
 
     /// Entering fast recovery (`OnEnterFastRecovery()`, §5.6.4.4).
-    fn enter_fast_recovery(&mut self) {
+    fn enter_fast_recovery(&mut self, lost_pkts: u64) {
         if self.ca_state == CaState::Open {
             self.save_cwnd();
             self.ca_state = CaState::Recovery;
-            self.recovery_point = self.rate.next_index();
+            self.rate.start_recovery(lost_pkts);
             self.recovery_round = self.round_count;
         }
     }
@@ -1134,12 +1132,12 @@ impl CongestionControl for BbrV3 {
         };
         // Loss recovery (§5.6.4.4): leave once everything sent before it is
         // settled; enter on newly marked losses.
-        if self.in_loss_recovery() && self.rate.oldest_unsettled() >= self.recovery_point {
+        if self.in_loss_recovery() && self.rate.recovery_done() {
             self.ca_state = CaState::Open;
             self.restore_cwnd();
         }
-        if rs.newly_lost_bytes > 0 || rs.newly_lost_pkts > 0 {
-            self.enter_fast_recovery();
+        if rs.newly_lost_pkts > 0 {
+            self.enter_fast_recovery(rs.newly_lost_pkts);
         }
         // UpdateModelAndState().
         self.update_latest_delivery_signals(&rs, delivery_rate);
@@ -1166,12 +1164,14 @@ impl CongestionControl for BbrV3 {
 
     fn on_loss(&mut self, now_ns: u64, lost_bytes: u64) {
         self.start(now_ns);
+        let mut marked = 0;
         if !self.rate.per_packet_losses {
             for p in self.rate.lose_oldest(lost_bytes) {
+                marked += p.pkts;
                 self.handle_lost_packet(Some(p));
             }
         }
-        self.enter_fast_recovery();
+        self.enter_fast_recovery(marked);
     }
 
     /// `OnEnterRTO()` (§5.6.4.4): cwnd = inflight + 1 packet.
@@ -1182,11 +1182,13 @@ impl CongestionControl for BbrV3 {
                 self.handle_lost_packet(Some(p));
             }
         }
+        // Losses marked by the timer are no ACK's RS.newly_lost.
+        let marked = self.rate.pending_lost_pkts();
         self.rate.clear_pending();
         self.save_cwnd();
         self.cwnd = (self.inflight_now() + self.smss).min(1e15);
         self.ca_state = CaState::Loss;
-        self.recovery_point = self.rate.next_index();
+        self.rate.start_recovery(marked);
     }
 
     fn on_app_limited(&mut self, now_ns: u64) {
@@ -1232,5 +1234,377 @@ impl CongestionControl for BbrV3 {
         m.insert("ecn_alpha", self.ecn_alpha);
         m.insert("extra_acked_bytes", self.extra_acked_filter.get() as f64);
         m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: u64 = 1000;
+    const MS: u64 = 1_000_000;
+
+    fn bbr3(ecn_max_rtt_us: u64) -> BbrV3 {
+        BbrV3::new(&PathInfo { mss: MSS as u32, line_rate_bps: None, init_cwnd_pkts: 10 }, 0, true, ecn_max_rtt_us, 1)
+    }
+
+    fn ack(b: &mut BbrV3, now: u64, pkts: u64, ce_pkts: u64, rtt: u64) {
+        b.on_ack(&AckSample {
+            now_ns: now,
+            acked_bytes: pkts * MSS,
+            ce_bytes: ce_pkts * MSS,
+            rtt_ns: Some(rtt),
+            acked_pkts: pkts as u32,
+            ..Default::default()
+        });
+    }
+
+    /// One packet-timed round: `n` packets sent at `t` with nothing in
+    /// flight; `lost` of them declared lost and the rest delivered by one
+    /// ACK at `t + rtt` (`ce` of those CE-marked). The delivery rate sample
+    /// is (n − lost) packets per rtt.
+    fn round(b: &mut BbrV3, t: u64, n: u64, lost: u64, ce: u64, rtt: u64) {
+        for _ in 0..n {
+            b.on_send(t, MSS);
+        }
+        for _ in 0..n - lost {
+            b.on_packet_acked(t + rtt, t, MSS);
+        }
+        for _ in 0..lost {
+            b.on_packet_lost(t + rtt, t, MSS);
+        }
+        ack(b, t + rtt, n - lost, ce, rtt);
+    }
+
+    /// Startup at 10, 20, 40 packets per 10 ms round, then three rounds of
+    /// 49 (less than 1.25 × 40): the pipe is full (rounds every 20 ms from
+    /// t = 0; returns the next round's start).
+    fn to_probe_bw(b: &mut BbrV3) -> u64 {
+        let mut t = 0;
+        for n in [10, 20, 40, 49, 49, 49] {
+            round(b, t, n, 0, 0, 10 * MS);
+            t += 20 * MS;
+        }
+        t
+    }
+
+    /// §2.5, §2.6, §2.8, §2.16, §5.6.1: the draft's constants and the
+    /// gains of each state.
+    #[test]
+    fn constants_and_gains_are_the_drafts() {
+        assert!((STARTUP_PACING_GAIN - 2.77).abs() < 0.003);
+        assert_eq!((DEFAULT_CWND_GAIN, DRAIN_PACING_GAIN), (2.0, 0.5));
+        assert_eq!((LOSS_THRESH, BETA, HEADROOM), (0.02, 0.7, 0.15));
+        assert_eq!((PROBE_DOWN_PACING_GAIN, PROBE_UP_PACING_GAIN, PROBE_UP_CWND_GAIN), (0.90, 1.25, 2.25));
+        assert_eq!(PROBE_RTT_CWND_GAIN, 0.5);
+        assert_eq!((PROBE_RTT_INTERVAL_NS, PROBE_RTT_DURATION_NS, MIN_RTT_FILTER_LEN_NS), (5_000_000_000, 200_000_000, 10_000_000_000));
+        let mut b = bbr3(5000);
+        assert_eq!((b.state_name(), b.pacing_gain(), b.cwnd_gain()), (State::Startup, STARTUP_PACING_GAIN, 2.0));
+        // InitPacingRate (§5.6.2): 2.77 · 10 packets / 1 ms.
+        assert!((b.pacing_rate - STARTUP_PACING_GAIN * 10_000.0 / 0.001).abs() < 1e-6);
+        b.enter_drain();
+        assert_eq!((b.pacing_gain(), b.cwnd_gain()), (0.5, 2.0));
+        b.start_probe_bw_down();
+        assert_eq!((b.pacing_gain(), b.cwnd_gain()), (0.9, 2.0));
+        b.start_probe_bw_cruise();
+        assert_eq!((b.pacing_gain(), b.cwnd_gain()), (1.0, 2.0));
+        b.start_probe_bw_refill(0);
+        assert_eq!((b.pacing_gain(), b.cwnd_gain()), (1.0, 2.0));
+        b.start_probe_bw_up(0.0);
+        assert_eq!((b.pacing_gain(), b.cwnd_gain()), (1.25, 2.25));
+    }
+
+    /// §5.3.1.2 `CheckFullBWReached()`: three round starts whose delivery
+    /// rate grew less than 25 % fill the pipe; §5.3.2 Drain then ends at
+    /// once (nothing in flight ≤ `Inflight(1.0)`), ProbeBW begins in DOWN
+    /// and, inflight being under the BDP, cruises (§5.3.3.1).
+    #[test]
+    fn startup_exits_after_three_rounds_without_growth() {
+        let mut b = bbr3(5000);
+        let mut t = 0;
+        for (i, n) in [10u64, 20, 40, 49, 49].into_iter().enumerate() {
+            round(&mut b, t, n, 0, 0, 10 * MS);
+            t += 20 * MS;
+            assert_eq!(b.state_name(), State::Startup, "round {}", i + 1);
+        }
+        assert_eq!(b.full_bw_count, 2);
+        assert_eq!(b.full_bw, 4_000_000.0, "40 packets per 10 ms");
+        round(&mut b, t, 49, 0, 0, 10 * MS);
+        assert!(b.full_bw_reached());
+        assert_eq!(b.state_name(), State::ProbeBwCruise);
+        assert_eq!(b.max_bw(), 4_900_000.0);
+        assert_eq!(b.min_rtt_s(), 0.010);
+    }
+
+    /// §5.3.2 `CheckDrainDone()`: Drain paces at 0.5 and, when inflight
+    /// stays above `Inflight(1.0)`, still leaves after 3 rounds
+    /// (`round_count > drain_start_round + 3`).
+    #[test]
+    fn drain_gives_up_after_three_rounds() {
+        let mut b = bbr3(5000);
+        let mut t = 0;
+        for n in [10u64, 20, 40, 49, 49] {
+            round(&mut b, t, n, 0, 0, 10 * MS);
+            t += 20 * MS;
+        }
+        // 200 packets stay in flight from here on.
+        for _ in 0..200 {
+            b.on_send(t, MSS);
+        }
+        round(&mut b, t + MS, 49, 0, 0, 10 * MS);
+        assert_eq!((b.state_name(), b.pacing_gain()), (State::Drain, 0.5));
+        let start = b.drain_start_round;
+        for k in 1..=4u64 {
+            t += 20 * MS;
+            round(&mut b, t, 10, 0, 0, 10 * MS);
+            if k <= 3 {
+                assert_eq!(b.state_name(), State::Drain, "{k} rounds in Drain");
+            }
+        }
+        assert_eq!(b.round_count(), start + 4);
+        assert_eq!(b.state_name(), State::ProbeBwDown, "inflight 200 packets: no headroom to cruise");
+    }
+
+    /// §5.3.3.1 `IsTimeToCruise()`: DOWN holds until inflight is at most
+    /// `inflight_longterm − max(SMSS, 0.15·inflight_longterm)` (and the
+    /// BDP); with inflight_longterm = 40 packets that is 34 packets.
+    #[test]
+    fn down_to_cruise_at_the_headroom_target() {
+        let mut b = bbr3(5000);
+        let t = to_probe_bw(&mut b);
+        // Back to DOWN within the same cycle (no new probe wait, no filter
+        // advance).
+        b.state = State::ProbeBwDown;
+        b.set_gains(PROBE_DOWN_PACING_GAIN, DEFAULT_CWND_GAIN);
+        for _ in 0..60 {
+            b.on_send(t, MSS);
+        }
+        b.inflight_longterm = 40_000.0;
+        assert_eq!(b.inflight_with_headroom(), 34_000.0);
+        assert!(b.inflight_with(b.max_bw(), 1.0) >= 49_000.0);
+        let mut now = t + 10 * MS;
+        loop {
+            let before = b.rate.inflight_bytes;
+            b.on_packet_acked(now, t, MSS);
+            ack(&mut b, now, 1, 0, 10 * MS);
+            if before - MSS > 34_000 {
+                assert_eq!(b.state_name(), State::ProbeBwDown, "{} in flight", before - MSS);
+            } else {
+                assert_eq!(b.state_name(), State::ProbeBwCruise);
+                assert_eq!(b.rate.inflight_bytes, 34_000);
+                break;
+            }
+            now += 100_000;
+        }
+    }
+
+    /// §5.5.10.2 `HandleLostPacket()` / `InflightAtLoss()` /
+    /// `HandleInflightTooHigh()`: in ProbeBW_UP, the first lost packet that
+    /// takes the loss rate since its send past 2 % sets inflight_longterm
+    /// to the inflight at which the 2 % was crossed, and ends the probe.
+    #[test]
+    fn loss_above_two_percent_in_up_sets_inflight_longterm() {
+        let mut b = bbr3(5000);
+        let t = to_probe_bw(&mut b);
+        b.start_probe_bw_refill(0);
+        b.start_probe_bw_up(4_900_000.0);
+        b.is_bw_probe_sample = true;
+        for _ in 0..100 {
+            b.on_send(t, MSS);
+        }
+        let t_lost = t + 10 * MS;
+        let sent = |i: u64| t + i * 0; // all sent at t: the i-th is matched in order
+        for _ in 0..59 {
+            b.on_packet_acked(t_lost, sent(0), MSS);
+        }
+        // Packet 60 lost: 1000 of 60000 in flight at its send, < 2 %.
+        b.on_packet_lost(t_lost, t, MSS);
+        assert_eq!(b.state_name(), State::ProbeBwUp);
+        assert!(b.inflight_longterm().is_infinite());
+        // Packet 61 lost: 2000 > 2 % of 61000. Before it 60000 were in
+        // flight and 1000 lost: the loss rate crossed 2 % after
+        // (0.02·60000 − 1000)/(1 − 0.02) = 204.08 more bytes.
+        b.on_packet_lost(t_lost, t, MSS);
+        let expect = 60_000.0 + (0.02 * 60_000.0 - 1000.0) / 0.98;
+        assert!((b.inflight_longterm() - expect).abs() < 1e-6, "{}", b.inflight_longterm());
+        assert!(b.prev_probe_too_high);
+        assert_eq!(b.state_name(), State::ProbeBwDown);
+        // Once per probe: the next loss changes nothing.
+        b.on_packet_lost(t_lost, t, MSS);
+        assert!((b.inflight_longterm() - expect).abs() < 1e-6);
+    }
+
+    /// §5.5.10.3: a loss while cruising cuts the short-term model once, at
+    /// the end of the round it happened in: `bw_shortterm =
+    /// max(bw_latest, 0.7·max_bw)`, `inflight_shortterm =
+    /// max(inflight_latest, 0.7·cwnd)`.
+    #[test]
+    fn loss_when_not_probing_cuts_short_term_model_by_beta() {
+        let mut b = bbr3(5000);
+        let mut t = to_probe_bw(&mut b);
+        assert_eq!(b.state_name(), State::ProbeBwCruise);
+        round(&mut b, t, 20, 0, 0, 10 * MS); // bw_latest = 2 MB/s
+        t += 20 * MS;
+        round(&mut b, t, 20, 2, 0, 10 * MS); // 2 lost
+        t += 20 * MS;
+        assert!(b.bw_shortterm().is_infinite(), "not before the round ends");
+        let cwnd = b.cwnd();
+        round(&mut b, t, 20, 0, 0, 10 * MS);
+        assert!((b.bw_shortterm() - 0.7 * 4_900_000.0).abs() < 1e-6, "{}", b.bw_shortterm());
+        assert!((b.inflight_shortterm() - (0.7 * cwnd).max(20_000.0)).abs() < 1e-6);
+        assert_eq!(b.bw, b.bw_shortterm());
+        assert!((b.pacing_rate - 0.7 * 4_900_000.0 * 0.99).abs() < 1e-3);
+    }
+
+    /// §5.3.4.3 / §5.3.4.4: ProbeRTT starts on the first ACK more than 5 s
+    /// after `probe_rtt_min_stamp` (the first 10 ms sample, at 10 ms),
+    /// with cwnd_gain 0.5; it is held 200 ms and a round, then ProbeBW
+    /// resumes in CRUISE with the short-term model reset.
+    #[test]
+    fn probe_rtt_every_five_seconds_held_200_ms_and_a_round() {
+        let mut b = bbr3(5000);
+        let mut t = to_probe_bw(&mut b);
+        assert_eq!(b.probe_rtt_min_stamp, 10 * MS);
+        b.bw_shortterm = 1e6; // to see it reset on exit
+        let mut entered = None;
+        let mut exited = None;
+        while exited.is_none() {
+            round(&mut b, t, 20, 0, 0, 12 * MS);
+            let at = t + 12 * MS;
+            match (entered, b.state_name()) {
+                (None, State::ProbeRtt) => {
+                    entered = Some(at);
+                    assert_eq!((b.pacing_gain(), b.cwnd_gain()), (1.0, 0.5));
+                    assert!(b.cwnd() <= b.probe_rtt_cwnd());
+                    assert_eq!(b.probe_rtt_cwnd(), (0.5 * b.bw * 0.010).max(4000.0));
+                }
+                (Some(_), State::ProbeRtt) => {}
+                (Some(_), _) => exited = Some(at),
+                (None, _) => assert!(at <= 5_010 * MS, "late at {at}"),
+            }
+            t += 20 * MS;
+        }
+        // Rounds start at 120 ms + 20k ms, ACKed 12 ms later: the first ACK
+        // past 5.010 s is at 5.012 s; ProbeRTT is done after 5.212 s, i.e.
+        // at the ACK of 5.232 s.
+        assert_eq!(entered, Some(5_012 * MS));
+        assert_eq!(exited, Some(5_232 * MS));
+        assert_eq!(b.state_name(), State::ProbeBwCruise);
+        assert!(b.bw_shortterm().is_infinite());
+        // The sender idles between rounds: the first send after the done
+        // stamp, at 5.220 s, ends ProbeRTT (HandleRestartFromIdle, §5.4.1).
+        assert_eq!(b.probe_rtt_min_stamp, 5_220 * MS);
+    }
+
+    /// §5.3.3.8 `IsTimeToProbeBW()`: CRUISE turns to REFILL once
+    /// `bw_probe_wait` (2–3 s) has elapsed since the cycle began (rounds
+    /// 100 ms apart keep the Reno bound of min(BDP, 63) = 49 rounds
+    /// farther); §5.3.3.3: after one round of REFILL, UP.
+    #[test]
+    fn refill_after_probe_wait_then_up_after_a_round() {
+        let mut b = bbr3(5000);
+        let mut t = to_probe_bw(&mut b);
+        let (stamp, wait) = (b.cycle_stamp, b.bw_probe_wait_s);
+        assert!((2.0..3.0).contains(&wait));
+        let mut prev_ack = 0;
+        while b.state_name() == State::ProbeBwCruise {
+            prev_ack = t + 10 * MS;
+            round(&mut b, t, 49, 0, 0, 10 * MS);
+            t += 100 * MS;
+        }
+        let at = t - 100 * MS + 10 * MS;
+        assert_eq!(b.state_name(), State::ProbeBwRefill);
+        assert!(secs(at - stamp) > wait);
+        assert!(secs(at - 100 * MS - stamp) <= wait, "the first ACK past the wait ({prev_ack})");
+        assert_eq!((b.pacing_gain(), b.cwnd_gain()), (1.0, 2.0));
+        round(&mut b, t, 49, 0, 0, 10 * MS);
+        assert_eq!(b.state_name(), State::ProbeBwUp);
+        assert!(b.is_bw_probe_sample);
+        assert_eq!((b.pacing_gain(), b.cwnd_gain()), (1.25, 2.25));
+    }
+
+    /// Google BBRv3's ECN response (`bbr_update_ecn_alpha`,
+    /// `bbr_adapt_lower_bounds`): alpha is an EWMA (gain 1/16) of the CE
+    /// fraction per round, and a round with CE while cruising cuts
+    /// inflight_shortterm to cwnd·(1 − alpha/3).
+    #[test]
+    fn ce_marks_cut_inflight_shortterm_by_alpha_over_three() {
+        let mut b = bbr3(20_000);
+        let t = to_probe_bw(&mut b);
+        // Eligible from round 2 on (min_rtt known): five unmarked rounds.
+        assert!(b.ecn_eligible);
+        let alpha0 = (15.0f64 / 16.0).powi(5);
+        assert!((b.ecn_alpha() - alpha0).abs() < 1e-12);
+        let cwnd = b.cwnd();
+        round(&mut b, t, 20, 0, 20, 10 * MS);
+        let alpha = alpha0 * 15.0 / 16.0 + 1.0 / 16.0;
+        assert!((b.ecn_alpha() - alpha).abs() < 1e-12);
+        assert!((b.inflight_shortterm() - cwnd * (1.0 - alpha / 3.0)).abs() < 1e-6);
+        assert!(b.bw_shortterm().is_infinite(), "ECN bounds inflight only");
+    }
+
+    /// Google BBRv3 (`bbr_check_ecn_too_high_in_startup`): two rounds with
+    /// at least half the data CE-marked end STARTUP, with
+    /// inflight_longterm = max(BDP, inflight_latest) (as §5.3.1.3 does for
+    /// loss). Off by default beyond 5 ms of min_rtt.
+    #[test]
+    fn ce_in_two_startup_rounds_ends_startup() {
+        let mut b = bbr3(20_000);
+        round(&mut b, 0, 10, 0, 0, 10 * MS);
+        round(&mut b, 20 * MS, 20, 0, 20, 10 * MS); // 20 of 30: 0.67
+        assert_eq!(b.state_name(), State::Startup);
+        round(&mut b, 40 * MS, 40, 0, 40, 10 * MS); // 40 of 40
+        assert!(b.full_bw_reached());
+        assert_eq!(b.inflight_longterm(), 40_000.0);
+        assert_ne!(b.state_name(), State::Startup);
+
+        let mut b = bbr3(5000); // min_rtt 10 ms > 5 ms: not eligible
+        round(&mut b, 0, 10, 0, 0, 10 * MS);
+        round(&mut b, 20 * MS, 20, 0, 20, 10 * MS);
+        round(&mut b, 40 * MS, 40, 0, 40, 10 * MS);
+        assert_eq!(b.state_name(), State::Startup);
+    }
+
+    /// §5.3.1.3 `CheckStartupHighLoss()`: a round of fast recovery in
+    /// STARTUP with over 2 % loss in at least 6 discontiguous ranges ends
+    /// STARTUP.
+    #[test]
+    fn startup_ends_on_high_loss_in_six_ranges() {
+        let mut b = bbr3(5000);
+        round(&mut b, 0, 10, 0, 0, 10 * MS);
+        round(&mut b, 20 * MS, 20, 0, 0, 10 * MS);
+        // 40 sent; every 5th lost (8 ranges), the others delivered.
+        let t = 40 * MS;
+        for _ in 0..40 {
+            b.on_send(t, MSS);
+        }
+        let sent: Vec<SentPacket> = b.rate.queue.iter().copied().collect();
+        for p in &sent {
+            if p.index % 5 == 0 {
+                b.on_packet_lost(t + 10 * MS, p.sent_ns, MSS);
+            } else {
+                b.on_packet_acked(t + 10 * MS, p.sent_ns, MSS);
+            }
+        }
+        ack(&mut b, t + 10 * MS, 32, 0, 10 * MS);
+        assert_eq!(b.state_name(), State::Startup, "the loss round is not over");
+        assert_eq!(b.loss_events_in_round, 8);
+        // The next flight: its first ACK delivers 4 packets (short of the
+        // 8 repairs recovery needs) and shows 4 more lost: it ends the loss
+        // round with RS.lost = 4 of RS.tx_in_flight = 4 packets (> 2 %).
+        let t = 60 * MS;
+        for _ in 0..40 {
+            b.on_send(t, MSS);
+        }
+        for _ in 0..4 {
+            b.on_packet_acked(t + 10 * MS, t, MSS);
+        }
+        for _ in 0..4 {
+            b.on_packet_lost(t + 10 * MS, t, MSS);
+        }
+        ack(&mut b, t + 10 * MS, 4, 0, 10 * MS);
+        assert_eq!(b.ca_state, CaState::Recovery);
+        assert!(b.full_bw_reached());
+        assert_ne!(b.state_name(), State::Startup);
     }
 }
