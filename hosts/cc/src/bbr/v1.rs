@@ -285,8 +285,8 @@ impl BbrV1 {
     /// `bbr_rate_bytes_per_sec`: packets/µs << 24 with a gain, less the
     /// pacing margin, to bytes/s.
     fn rate_bytes_per_sec(&self, rate: u64, gain: u64) -> u64 {
-        let r = u128::from(rate) * u128::from(self.mss) * u128::from(gain) >> BBR_SCALE;
-        let r = r * u128::from(1_000_000 / 100 * (100 - PACING_MARGIN_PERCENT)) >> BW_SCALE;
+        let r = (u128::from(rate) * u128::from(self.mss) * u128::from(gain)) >> BBR_SCALE;
+        let r = (r * u128::from(1_000_000 / 100 * (100 - PACING_MARGIN_PERCENT))) >> BW_SCALE;
         u64::try_from(r).unwrap_or(u64::MAX)
     }
 
@@ -340,7 +340,7 @@ impl BbrV1 {
             return TCP_INIT_CWND;
         }
         let w = u128::from(bw) * u128::from(self.min_rtt_us);
-        let bdp = ((w * u128::from(gain) >> BBR_SCALE) + u128::from(BW_UNIT) - 1) / u128::from(BW_UNIT);
+        let bdp = ((w * u128::from(gain)) >> BBR_SCALE).div_ceil(u128::from(BW_UNIT));
         u64::try_from(bdp).unwrap_or(u64::MAX)
     }
 
@@ -363,7 +363,7 @@ impl BbrV1 {
     fn packets_in_net_at_edt(&self, now: u64, inflight_now: u64) -> u64 {
         let edt = self.wstamp_ns.max(now);
         let interval_us = us(edt - now);
-        let interval_delivered = (u128::from(self.bw_est()) * u128::from(interval_us) >> BW_SCALE) as u64;
+        let interval_delivered = ((u128::from(self.bw_est()) * u128::from(interval_us)) >> BW_SCALE) as u64;
         let mut at_edt = inflight_now;
         if self.pacing_gain > BBR_UNIT {
             at_edt = at_edt.saturating_add(self.tso_segs_goal());
@@ -615,7 +615,7 @@ impl BbrV1 {
         if self.full_bw_reached || !self.round_start || rs.is_app_limited {
             return;
         }
-        let thresh = (u128::from(self.full_bw) * u128::from(FULL_BW_THRESH) >> BBR_SCALE) as u64;
+        let thresh = ((u128::from(self.full_bw) * u128::from(FULL_BW_THRESH)) >> BBR_SCALE) as u64;
         if self.max_bw() >= thresh {
             self.full_bw = self.max_bw();
             self.full_bw_cnt = 0;
@@ -949,7 +949,7 @@ mod tests {
         // 10 · 2^24 / 1000 µs = 167772 (pkts/µs << 24), × 1000 B × 739/256,
         // × 990000 >> 24.
         let bw: u64 = 10 * (1 << 24) / 1000;
-        let expect = ((bw * 1000 * 739) >> 8) * 990_000 >> 24;
+        let expect = (((bw * 1000 * 739) >> 8) * 990_000) >> 24;
         assert_eq!(b.pacing_rate, expect);
         assert!((expect as f64 / (2.885 * 10.0 * 1000.0 / 1e-3 * 0.99) - 1.0).abs() < 2e-3);
         // srtt 10 ms: a tenth of that.
@@ -958,7 +958,7 @@ mod tests {
         ack(&mut b, 10 * MS, 1, 10 * MS);
         assert!(b.has_seen_rtt);
         let bw10: u64 = 10 * (1 << 24) / 10_000;
-        assert!(b.pacing_rate >= ((bw10 * 1000 * 739) >> 8) * 990_000 >> 24);
+        assert!(b.pacing_rate >= (((bw10 * 1000 * 739) >> 8) * 990_000) >> 24);
     }
 
     /// `bbr_check_full_bw_reached`: STARTUP ends after exactly three rounds
@@ -1264,7 +1264,7 @@ mod tests {
         assert_eq!(b.pacing_gain(), BBR_UNIT);
         assert_eq!(b.bw_est(), b.lt_bw);
         // Pacing at lt_bw, 1 % below (bbr_pacing_margin_percent).
-        let expect = ((b.lt_bw * MSS * 256) >> 8) * 990_000 >> 24;
+        let expect = (((b.lt_bw * MSS * 256) >> 8) * 990_000) >> 24;
         assert_eq!(b.pacing_rate, expect);
     }
 }

@@ -782,6 +782,7 @@ impl BbrV3 {
         if self.adapt_long_term_model(rs) {
             return;
         }
+        #[allow(clippy::collapsible_match)] // one arm per state, as §5.3.3.9
         match self.state {
             State::ProbeBwDown => {
                 if self.is_time_to_probe_bw() {
@@ -794,11 +795,10 @@ impl BbrV3 {
             State::ProbeBwCruise => {
                 self.is_time_to_probe_bw();
             }
-            State::ProbeBwRefill => {
-                if self.round_start {
-                    self.is_bw_probe_sample = true;
-                    self.start_probe_bw_up(delivery_rate);
-                }
+            // After one round of REFILL, UP.
+            State::ProbeBwRefill if self.round_start => {
+                self.is_bw_probe_sample = true;
+                self.start_probe_bw_up(delivery_rate);
             }
             State::ProbeBwUp => {
                 if self.is_time_to_go_down(delivery_rate) {
@@ -1413,9 +1413,9 @@ mod tests {
             b.on_send(t, MSS);
         }
         let t_lost = t + 10 * MS;
-        let sent = |i: u64| t + i * 0; // all sent at t: the i-th is matched in order
+        // All were sent at t: each report settles the oldest unsettled one.
         for _ in 0..59 {
-            b.on_packet_acked(t_lost, sent(0), MSS);
+            b.on_packet_acked(t_lost, t, MSS);
         }
         // Packet 60 lost: 1000 of 60000 in flight at its send, < 2 %.
         b.on_packet_lost(t_lost, t, MSS);
