@@ -314,7 +314,8 @@ impl RateSampler {
             self.cur.tx_in_flight_bytes = p.tx_in_flight_bytes;
             self.cur.tx_in_flight_pkts = p.tx_in_flight_pkts;
             self.cur.newest_sent_ns = p.sent_ns;
-            self.cur.delivered_ce_bytes = p.delivered_ce_bytes; // P's; made a difference in generate
+            // P's counters; `generate` turns them into differences.
+            self.cur.delivered_ce_bytes = p.delivered_ce_bytes;
             self.cur.lost_bytes = p.lost_bytes;
             self.cur.lost_pkts = p.lost_pkts;
             self.last_acked_index = p.index;
@@ -360,8 +361,7 @@ impl RateSampler {
         }
     }
 
-    fn lose(&mut self, p: Option<SentPacket>, bytes: u64, pkts: u64) {
-        let _ = p;
+    fn lose(&mut self, bytes: u64, pkts: u64) {
         self.lost_bytes = self.lost_bytes.saturating_add(bytes);
         self.lost_pkts = self.lost_pkts.saturating_add(pkts);
         self.cur.newly_lost_bytes = self.cur.newly_lost_bytes.saturating_add(bytes);
@@ -375,12 +375,12 @@ impl RateSampler {
         match self.find(sent_ns) {
             Some(i) => {
                 let p = self.settle(i);
-                self.lose(Some(p), p.bytes, p.pkts);
+                self.lose(p.bytes, p.pkts);
                 Some(p)
             }
             None => {
                 let pkts = self.pkts_of(bytes);
-                self.lose(None, bytes, pkts);
+                self.lose(bytes, pkts);
                 None
             }
         }
@@ -395,11 +395,11 @@ impl RateSampler {
         while left > 0 {
             let Some(i) = self.queue.iter().position(|p| !p.settled) else {
                 let pkts = self.pkts_of(left);
-                self.lose(None, left, pkts);
+                self.lose(left, pkts);
                 break;
             };
             let p = self.settle(i);
-            self.lose(Some(p), p.bytes, p.pkts);
+            self.lose(p.bytes, p.pkts);
             left = left.saturating_sub(p.bytes.max(1));
             out.push(p);
         }
