@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+pub mod bbr;
 pub mod cubic;
 pub mod dcqcn;
 pub mod dctcp;
@@ -150,6 +151,14 @@ pub trait CongestionControl: Send {
     /// Called periodically (at least every millisecond while a flow is
     /// active) for algorithms with timers or monitor intervals.
     fn on_tick(&mut self, _now_ns: u64) {}
+    /// The sender ran out of data: the window and the pacing rate would
+    /// let it send, yet it has nothing new to send and no retransmission
+    /// pending (draft-cheng-iccrg-delivery-rate-estimation §3.4, Linux's
+    /// `tcp_rate_check_app_limited`). Call it when the application's data
+    /// runs dry, before the next `on_send`. BBR marks the delivery-rate
+    /// samples of the next round trip application-limited, so an idle
+    /// spell does not drag its bandwidth estimate down. Default: ignored.
+    fn on_app_limited(&mut self, _now_ns: u64) {}
     /// A queue report delivered out of band (a postcard the collector
     /// returned to this sender), not through an ACK. Default: ignored.
     fn on_queue_report(&mut self, _now_ns: u64, _report: &QueueReport) {}

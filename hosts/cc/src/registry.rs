@@ -4,7 +4,7 @@
 use crate::params::{AlgoInfo, ParamInfo, Params};
 use crate::timely::{Signal, Timely};
 use crate::powertcp::{PowerTcp, Variant};
-use crate::{cubic, dcqcn, dctcp, hpcc, oracle, pcc, powertcp, reno, swift, timely, vegas};
+use crate::{bbr, cubic, dcqcn, dctcp, hpcc, oracle, pcc, powertcp, reno, swift, timely, vegas};
 use crate::{CcError, CongestionControl, PathInfo};
 
 struct Entry {
@@ -29,6 +29,8 @@ const ENTRIES: &[Entry] = &[
     Entry { name: "theta-powertcp", aliases: &[], description: "theta-PowerTCP: PowerTCP's window law with power from the RTT and its gradient (NSDI'22 Algorithm 2)", params: powertcp::PARAMS },
     Entry { name: "swift", aliases: &[], description: "Swift: AIMD on delay against a hop- and flow-scaled target, sub-packet windows by pacing (SIGCOMM'20 Algorithm 1)", params: swift::PARAMS },
     Entry { name: "dcqcn", aliases: &[], description: "DCQCN reaction point: rate cut by alpha/2 per CNP, fast recovery, additive and hyper increase (SIGCOMM'15)", params: dcqcn::PARAMS },
+    Entry { name: "bbr", aliases: &["bbr1"], description: "BBRv1 as Linux's tcp_bbr.c: pacing at the max-filtered delivery rate, cwnd = 2 BDP, 8-phase gain cycle, PROBE_RTT every 10 s, policer (lt_bw) detection", params: bbr::v1::PARAMS },
+    Entry { name: "bbr3", aliases: &["bbrv3"], description: "BBRv3 (draft-ietf-ccwg-bbr-06): BBRv1's model bounded by loss (2 % per round, beta 0.7) and ECN, PROBE_BW DOWN/CRUISE/REFILL/UP, PROBE_RTT every 5 s at 0.5 BDP", params: bbr::v3::PARAMS },
 ];
 
 /// Every algorithm with its description and parameters (defaults as
@@ -102,6 +104,8 @@ pub fn by_name(name: &str, params: &[(String, String)], path: &PathInfo) -> Resu
         "theta-powertcp" => Box::new(PowerTcp::from_params(Variant::Theta, &p, path)?),
         "swift" => Box::new(swift::Swift::from_params(&p, path)?),
         "dcqcn" => Box::new(dcqcn::Dcqcn::from_params(&p, path)?),
+        "bbr" => Box::new(bbr::v1::BbrV1::from_params(&p, path)?),
+        "bbr3" => Box::new(bbr::v3::BbrV3::from_params(&p, path)?),
         _ => return Err(CcError::UnknownAlgorithm(name.to_string())),
     })
 }
@@ -129,7 +133,7 @@ mod tests {
     fn every_listed_algorithm_builds_with_defaults_and_reports_its_name() {
         let path = PathInfo { mss: 1400, line_rate_bps: Some(100_000_000), init_cwnd_pkts: 10 };
         let all = list();
-        assert_eq!(all.len(), 14);
+        assert_eq!(all.len(), 16);
         for info in &all {
             let cc = by_name(info.name, &[], &path).unwrap();
             assert_eq!(cc.name(), info.name);
@@ -155,7 +159,9 @@ mod tests {
     #[test]
     fn clear_errors() {
         let path = PathInfo::default();
-        assert_eq!(by_name("bbr", &[], &path).err(), Some(CcError::UnknownAlgorithm("bbr".into())));
+        assert_eq!(by_name("bbr2", &[], &path).err(), Some(CcError::UnknownAlgorithm("bbr2".into())));
+        assert_eq!(by_name("BBR", &[], &path).unwrap().name(), "bbr");
+        assert_eq!(by_name("bbrv3", &[], &path).unwrap().name(), "bbr3");
         match by_name("dctcp", &kv(&[("gain", "0.1")]), &path) {
             Err(CcError::UnknownParam { algo, param, known }) => {
                 assert_eq!((algo.as_str(), param.as_str(), known.as_str()), ("dctcp", "gain", "g, init_alpha"));

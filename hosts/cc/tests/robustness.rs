@@ -35,6 +35,8 @@ fn garbage_in_no_panic_and_still_able_to_send() {
             let mut cc = by_name(info.name, &[], path).unwrap();
             let mut g = Gen(0x1234_5678 ^ info.name.len() as u64);
             let mut now = 0u64;
+            // Send times to name packets by (mostly real ones).
+            let mut sent: Vec<u64> = Vec::new();
             for _ in 0..20_000 {
                 // Time mostly advances, sometimes jumps or goes backwards.
                 now = match g.next() % 20 {
@@ -42,8 +44,26 @@ fn garbage_in_no_panic_and_still_able_to_send() {
                     1 => g.pick(u64::MAX),
                     _ => now.saturating_add(g.next() % 100_000),
                 };
-                match g.next() % 7 {
-                    0 => cc.on_send(now, g.pick(100_000)),
+                let named = |g: &mut Gen, sent: &Vec<u64>| match (g.next() % 4, sent.is_empty()) {
+                    (0, _) | (_, true) => g.pick(u64::MAX),
+                    _ => sent[(g.next() % sent.len() as u64) as usize],
+                };
+                match g.next() % 10 {
+                    0 => {
+                        cc.on_send(now, g.pick(100_000));
+                        if sent.len() < 4096 {
+                            sent.push(now);
+                        }
+                    }
+                    7 => {
+                        let t = named(&mut g, &sent);
+                        cc.on_packet_acked(now, t, g.pick(100_000));
+                    }
+                    8 => {
+                        let t = named(&mut g, &sent);
+                        cc.on_packet_lost(now, t, g.pick(100_000));
+                    }
+                    9 => cc.on_app_limited(now),
                     6 => cc.on_queue_report(now, &cc::QueueReport { hop: (g.next() % 4) as u32, depth_pkts: g.pick(500) as f64, at_us: 0 }),
                     1 => cc.on_loss(now, g.pick(100_000)),
                     2 => cc.on_rto(now),
