@@ -13,8 +13,8 @@ import time
 from typing import Callable, Dict, Iterable, List, Optional
 
 from . import codec
-from .errors import SwitchUnreachable, TargetError, UnknownPort, ValueOutOfRange, WriteError
-from .switch import AsyncSwitch
+from .errors import (NameNotFound, SwitchUnreachable, TargetError, UnknownPort, ValueOutOfRange,
+                     WriteError)
 from .targets import Target
 
 log = logging.getLogger("p4cc.control")
@@ -23,6 +23,15 @@ POSTCARD_SESSION = 100      # constants.p4 POSTCARD_SESSION
 POSTCARD_FRAME_LEN = 96     # constants.p4 POSTCARD_FRAME_LEN: what a postcard frame keeps
 POSTCARD_UDP_PORT = 7361    # default collector UDP port (constants.p4 POSTCARD_UDP_SRC)
 LOSS_SCALE = 65536          # constants.p4 LOSS_SCALE
+MARK_SCALE = 65536          # constants.p4 MARK_SCALE
+TIME_UNIT = {"us": 0, "ns": 1}   # constants.p4 TIME_UNIT_US, TIME_UNIT_NS
+#: At most this many depth ranges per port in a RED profile (the program's
+#: ecn_red table holds RED_ENTRIES = 4096 across ports): wider spans get
+#: equal steps of probability.
+RED_RANGES_PER_PORT = 256
+#: The largest queue depth a range can name (v1model's and Tofino's
+#: enq_qdepth are 19 bits).
+MAX_DEPTH = (1 << 19) - 1
 UNIMPLEMENTED = 12          # gRPC canonical code
 
 # Per-port counters: (column, counter name, what it holds)
@@ -55,6 +64,60 @@ CONTROLLER_NAMES = {
                 + ["CcIngress.rx.port_packets", "CcEgress.tx.port_packets"],
     "registers": ["postcard_sample_count"],
 }
+
+#: What a program may have beyond CONTROLLER_NAMES, by feature: a program
+#: without one (an older build, the Tofino program's clock) simply does not
+#: offer it, and the operations that need it say so.
+FEATURE_NAMES = {
+    # Shim version 2: the line rate each INT record reports.
+    "int": {"port_rate": (["egress_port"], {"set_port_rate": ["rate_kbps"], "NoAction": []})},
+    # RED marking profiles (DCQCN's switch).
+    "red": {"ecn_red": (["egress_port", "enq_qdepth"],
+                        {"set_mark_probability": ["mark_16"], "NoAction": []})},
+    # The unit of the switch's timestamps in its reports (v1model).
+    "clock": {"clock_config": ([], {"set_time_unit": ["time_unit"]})},
+}
+
+
+def features(p4info) -> set:
+    """The features of FEATURE_NAMES whose tables `p4info` has."""
+    out = set()
+    for feature, tables in FEATURE_NAMES.items():
+        try:
+            for t in tables:
+                p4info.table(t)
+        except NameNotFound:
+            continue
+        out.add(feature)
+    return out
+
+
+def red_ranges(kmin: int, kmax: int, pmax: float,
+               most: int = RED_RANGES_PER_PORT) -> List[tuple]:
+    """RED between Kmin and Kmax up to Pmax as depth ranges and the
+    16-bit mark probability of each ([lo, hi], mark_16), in the data
+    plane's depth unit: 0 below Kmin (no entry), rising linearly to Pmax at
+    Kmax, 1 above Kmax (the RED ECN profile DCQCN assumes: Zhu et al.,
+    SIGCOMM 2015, §3.1). A span wider than `most` depths is cut into
+    `most` equal ranges at the probability of their middle."""
+    if not (0 <= kmin <= kmax <= MAX_DEPTH):
+        raise ValueOutOfRange(f"RED needs 0 <= Kmin <= Kmax <= {MAX_DEPTH}: got Kmin {kmin}, "
+                              f"Kmax {kmax}")
+    if not 0.0 < float(pmax) <= 1.0:
+        raise ValueOutOfRange(f"RED's Pmax {pmax} is not a probability in (0, 1]")
+    out = []
+    span = kmax - kmin
+    if span:
+        n = min(span, most)
+        for i in range(n):
+            lo = kmin + 1 + i * span // n
+            hi = kmin + (i + 1) * span // n
+            mid = (lo + hi) / 2
+            p16 = int(round(pmax * (mid - kmin) / span * MARK_SCALE))
+            out.append(((lo, hi), max(1, p16)))
+    if kmax < MAX_DEPTH:
+        out.append(((kmax + 1, MAX_DEPTH), MARK_SCALE))
+    return out
 
 
 def missing_names(p4info) -> List[str]:
@@ -114,7 +177,8 @@ def parse_probability(s: str) -> float:
 class CcOps:
     """Operations on one switch. Async methods; Switch.ops() gives a sync view."""
 
-    def __init__(self, sw: AsyncSwitch, target: Optional[Target] = None):
+    def __init__(self, sw, target: Optional[Target] = None):
+        """`sw`: a connected p4cc_control.switch.AsyncSwitch."""
         self.sw = sw
         self.target = target or Target()
         if self._reapply_target not in sw.restore_hooks:
@@ -162,6 +226,89 @@ class CcOps:
         port = await self.check_port(port)
         await self.sw.tables["ecn_threshold"].delete({"egress_port": port}, missing_ok=True)
         return {"port": port, "k": None}
+
+    # -- RED marking (DCQCN's switch) -------------------------------------------
+    def _need(self, feature: str, what: str) -> None:
+        if feature not in features(self.sw.p4info):
+            raise NameNotFound(f"{what}: the program on {self.sw.addr} has no "
+                               f"{', '.join(FEATURE_NAMES[feature])} table (an older build of "
+                               "cc_switch? `make p4`, or the committed p4src/build/)")
+
+    async def set_red(self, port, kmin: float, kmax: float, pmax: float,
+                      unit: str = "packets") -> dict:
+        """Port `port` marks by RED between Kmin and Kmax (in `unit`) up
+        to Pmax, instead of a step at K."""
+        self._need("red", "RED marking")
+        port = await self.check_port(port)
+        lo, hi = self.target.depth(kmin, unit), self.target.depth(kmax, unit)
+        ranges = red_ranges(lo, hi, pmax)
+        await self.clear_red(port)
+        await self.sw.tables["ecn_threshold"].delete({"egress_port": port}, missing_ok=True)
+        from .entities import build_table_entry
+        from p4.v1 import p4runtime_pb2
+
+        t = self.sw.tables["ecn_red"]
+        ents = [p4runtime_pb2.Entity(table_entry=build_table_entry(
+            self.sw.p4info, t.name, {"egress_port": port, "enq_qdepth": (a, b)},
+            "set_mark_probability", {"mark_16": p16}, priority=1))
+            for (a, b), p16 in ranges]
+        if ents:
+            await self.sw.upsert(ents)  # one batch
+        return {"port": port, "kmin": kmin, "kmax": kmax, "pmax": float(pmax), "unit": unit,
+                "kmin_depth": lo, "kmax_depth": hi, "ranges": len(ranges),
+                "depth_unit": self.target.depth_unit}
+
+    async def clear_red(self, port) -> dict:
+        port = await self.check_port(port)
+        if "red" not in features(self.sw.p4info):
+            return {"port": port, "red": None}
+        t = self.sw.tables["ecn_red"]
+        for e in await t.read():
+            if int(e.match["egress_port"]) == port:
+                await t.delete(e.match, priority=e.priority, missing_ok=True)
+        return {"port": port, "red": None}
+
+    async def read_red(self) -> Dict[int, List[tuple]]:
+        """{port: [((lo, hi), mark_16), ...]} of every RED profile."""
+        if "red" not in features(self.sw.p4info):
+            return {}
+        out: Dict[int, list] = {}
+        for e in await self.sw.tables["ecn_red"].read():
+            lo, hi = str(e.match["enq_qdepth"]).split("..")
+            out.setdefault(int(e.match["egress_port"]), []).append(
+                ((int(lo), int(hi)), int(e.params["mark_16"])))
+        return {p: sorted(v) for p, v in sorted(out.items())}
+
+    # -- what INT records report ------------------------------------------------
+    async def set_port_rate(self, port, rate_bps: Optional[int]) -> dict:
+        """The line rate a port's version-2 telemetry records report
+        (kb/s in the data plane); None or 0 removes it (records say 0)."""
+        self._need("int", "the INT line rate")
+        port = await self.check_port(port)
+        t = self.sw.tables["port_rate"]
+        if not rate_bps:
+            await t.delete({"egress_port": port}, missing_ok=True)
+            return {"port": port, "rate_kbps": 0}
+        kbps = int(round(int(rate_bps) / 1000))
+        await t.upsert({"egress_port": port}, "set_port_rate", {"rate_kbps": kbps})
+        return {"port": port, "rate_kbps": kbps}
+
+    async def set_clock(self, unit: Optional[str] = None) -> dict:
+        """The unit of the switch's timestamps and queue delays: the finest
+        the target has (ns on the embedded target and in virtual time, µs
+        on bmv2) unless `unit` is given; the target's clock and the
+        program's reports (clock_config) are set together."""
+        self._need("clock", "the clock unit")
+        units = self.target.clock_units
+        unit = unit or units[-1]
+        if unit not in units:
+            raise ValueOutOfRange(f"the {self.target.name} target's clock counts "
+                                  f"{' or '.join(units)}, not {unit}")
+        if len(units) > 1:
+            await asyncio.to_thread(self.target.set_clock, unit)
+        await self.sw.tables["clock_config"].set_default("set_time_unit",
+                                                         {"time_unit": TIME_UNIT[unit]})
+        return {"clock": unit}
 
     async def read_k(self) -> Dict[int, int]:
         out = {}
@@ -259,10 +406,19 @@ class CcOps:
         chassis config) takes loss in the P4 table and reports the rest of
         the link model as not applied, instead of failing half-way."""
         done: dict = {}
-        if cfg.ecn_k_pkts is None:
-            done["k"] = await self.clear_k(cfg.port)
+        red = getattr(cfg, "ecn_red", None)
+        if red is not None:
+            done["red"] = await self.set_red(cfg.port, red.kmin_pkts, red.kmax_pkts, red.pmax)
+            done["k"] = {"port": cfg.port, "k": None}
         else:
-            done["k"] = await self.set_k(cfg.port, cfg.ecn_k_pkts, "packets")
+            if "red" in features(self.sw.p4info):
+                await self.clear_red(cfg.port)
+            if cfg.ecn_k_pkts is None:
+                done["k"] = await self.clear_k(cfg.port)
+            else:
+                done["k"] = await self.set_k(cfg.port, cfg.ecn_k_pkts, "packets")
+        if "int" in features(self.sw.p4info):
+            done["int_rate"] = await self.set_port_rate(cfg.port, cfg.rate_bps)
         knobs = cfg.link_model()
         if loss_in == "p4" or not self.target.shapes_ports:
             done["loss"] = await self.set_loss(cfg.port, knobs.pop("loss", 0.0) or 0.0)
@@ -280,6 +436,8 @@ class CcOps:
         keeps the switch consistent: switch id, routes, ports, postcards."""
         out = {"switch": cfg.name,
                "switch_id": (await self.set_switch_id(cfg.switch_id))["switch_id"],
+               "clock": ((await self.set_clock())["clock"]
+                         if "clock" in features(self.sw.p4info) else None),
                "routes": await self.install_routes(cfg.routes),
                "ports": {p: await self.apply_port(c, cfg.loss_in)
                          for p, c in sorted(cfg.ports.items())}}

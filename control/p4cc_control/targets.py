@@ -92,6 +92,9 @@ class Target:
     #: Clone-session truncation of postcard copies (packet_length_bytes);
     #: 0 = none: the v1model program truncates postcards itself.
     postcard_truncate = 0
+    #: The units the switch's clock can count in, coarsest first (set_clock
+    #: picks the last): bmv2's v1model counts µs.
+    clock_units = ("us",)
 
     def __init__(self, mtu: int = 1500):
         if not 64 <= mtu <= 65535:
@@ -169,6 +172,10 @@ class Target:
 
     def write_register(self, name: str, index: int, value: int):
         raise TargetError(f"the {self.name} target has no other way to write registers")
+
+    def set_clock(self, unit: str) -> None:
+        if unit not in self.clock_units:
+            raise TargetError(f"the {self.name} target's clock counts {' or '.join(self.clock_units)}")
 
     def reapply(self):
         """After a switch restart: put back every knob set through us."""
@@ -393,6 +400,8 @@ class EmbeddedTarget(Target):
 
     name = "embedded"
     shapes_ports = True
+    #: `PUT /clock`: the pipeline's timestamps in µs (bmv2's) or ns.
+    clock_units = ("us", "ns")
 
     def __init__(self, admin_addr: str = "127.0.0.1:9560", mtu: int = 1500, timeout: float = 5.0):
         super().__init__(mtu)
@@ -422,6 +431,10 @@ class EmbeddedTarget(Target):
     def ports(self) -> Optional[List[int]]:
         return sorted(self.port_table())
 
+    def set_clock(self, unit: str) -> None:
+        super().set_clock(unit)
+        self._http("PUT", "/clock", {"unit": unit})
+
     def _apply(self, port: int, settings: dict) -> dict:
         body = {k: v for k, v in settings.items()}
         self._http("PUT", f"/ports/{port}", body)
@@ -444,6 +457,7 @@ class TofinoTarget(Target):
 
     name = "tofino"
     depth_unit = "cells"
+    clock_units = ("ns",)
     #: The TNA program's postcard mirror header (POSTCARD_MIRROR_BYTES in
     #: p4src/tna/cc_switch.p4) plus the part of the reported packet a
     #: postcard needs (POSTCARD_REPORTED_BYTES: Ethernet, IPv4, L4 ports).

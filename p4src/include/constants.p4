@@ -67,6 +67,10 @@ const bit<32> LOSS_SCALE = 65536;
 // Per-port arrays (counters) are indexed by the 9-bit v1model port.
 const bit<32> NUM_PORTS = 512;
 
+// The largest frame with a 1500-byte MTU (Ethernet header, no FCS): what a
+// queued packet can hold at most, in bytes.
+const bit<32> MAX_FRAME_BYTES = 1514;
+
 // RED marking (DCQCN's switch): a port's profile is one entry per queue
 // depth range with the probability of marking there, p = mark_16 / 65536
 // (the same scale as the loss threshold); the controller spreads

@@ -224,6 +224,29 @@ control CcIngress(inout headers_t hdr,
 
 /* ------------------------------ egress ------------------------------ */
 
+// What left a queue (egress's side of the queue's bytes): every packet
+// dequeued counts, dropped in egress or not. The queue is what joined
+// minus what left, this packet included: exact while nothing is dropped
+// at the queue's tail. A tail drop is counted in but never out, and the
+// two counters cannot be set equal when the queue empties (packets past
+// ingress may not have joined it yet), so the difference is capped at
+// what the packets still queued can hold.
+control QueueOut(out bit<32> qlen_bytes, in standard_metadata_t sm) {
+    apply {
+        bit<32> joined;
+        bit<32> left;
+        queue_in_bytes.read(joined, (bit<32>)sm.egress_port);
+        queue_out_bytes.read(left, (bit<32>)sm.egress_port);
+        left = left + sm.packet_length;
+        queue_out_bytes.write((bit<32>)sm.egress_port, left);
+        bit<32> most = (bit<32>)sm.deq_qdepth * MAX_FRAME_BYTES;
+        qlen_bytes = joined - left;
+        if (qlen_bytes > most) {
+            qlen_bytes = most;
+        }
+    }
+}
+
 control SwitchConfig(inout local_meta_t meta) {
     action set_switch_id(bit<16> switch_id) {
         meta.switch_id = switch_id;
@@ -253,6 +276,7 @@ control SwitchConfig(inout local_meta_t meta) {
 // as a packet leaves.
 control PortLoad(out int_values_t w,
                  in bool record_pushed,
+                 in bit<32> qlen_bytes,
                  in standard_metadata_t sm) {
     register<bit<32>>(NUM_PORTS) tx_bytes;
 
@@ -278,21 +302,7 @@ control PortLoad(out int_values_t w,
         }
         tx_bytes.write((bit<32>)sm.egress_port, sent);
         w.tx_bytes = sent;
-        // Queued: what joined minus what left, this packet included. A tail
-        // drop is counted in but never out, so the difference is reset
-        // each time the queue empties.
-        bit<32> joined;
-        bit<32> left;
-        queue_in_bytes.read(joined, (bit<32>)sm.egress_port);
-        queue_out_bytes.read(left, (bit<32>)sm.egress_port);
-        left = left + sm.packet_length;
-        if (sm.deq_qdepth == 0) {
-            queue_in_bytes.write((bit<32>)sm.egress_port, left);
-            w.qlen_bytes = 0;
-        } else {
-            w.qlen_bytes = joined - left;
-        }
-        queue_out_bytes.write((bit<32>)sm.egress_port, left);
+        w.qlen_bytes = qlen_bytes;
     }
 }
 
@@ -498,6 +508,7 @@ control CcEgress(inout headers_t hdr,
     LinkLoss() loss;
     EcnMarking() ecn;
     InbandTelemetry() telemetry;
+    QueueOut() queue_out;
     PortLoad() load;
     Postcards() postcards;
     PortCounters() tx;
@@ -505,6 +516,8 @@ control CcEgress(inout headers_t hdr,
     apply {
         config.apply(meta);
         if (sm.instance_type == INSTANCE_NORMAL) {
+            bit<32> qlen_bytes;
+            queue_out.apply(qlen_bytes, sm);
             loss.apply(meta, sm);
             if (!meta.dropped) {
                 ecn.apply(hdr, sm);
@@ -512,7 +525,7 @@ control CcEgress(inout headers_t hdr,
                 // record reports it.
                 int_values_t w;
                 load.apply(w, hdr.shim.isValid() && meta.shim_int_ok
-                              && hdr.shim.hop_count < P4CC_MAX_HOPS_B, sm);
+                              && hdr.shim.hop_count < P4CC_MAX_HOPS_B, qlen_bytes, sm);
                 telemetry.apply(hdr, meta, sm, w);
             }
         }

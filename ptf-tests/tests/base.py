@@ -44,6 +44,8 @@ COLLECTOR_PORT = 4
 COLLECTOR_UDP = 9999
 
 TABLES = ("ipv4_lpm", "ecn_threshold", "port_loss")
+#: Tables of features a program may lack (p4cc_control.operations.FEATURE_NAMES).
+OPTIONAL_TABLES = ("ecn_red", "port_rate")
 KEYLESS_DEFAULTS = ("switch_config", "postcard_config")
 COUNTERS = ("CcIngress.rx.port_packets", "CcEgress.tx.port_packets",
             "ingress_drops", "loss_drops", "ce_marks")
@@ -141,6 +143,9 @@ class P4ccTest(BaseTest):
     def reset_switch(self):
         for t in TABLES:
             self.sw.tables[t].clear()
+        for t in OPTIONAL_TABLES:
+            if t in self.sw.tables:
+                self.sw.tables[t].clear()
         self.sw.tables["switch_config"].set_default("set_switch_id", {"switch_id": SWITCH_ID})
         self.sw.tables["postcard_config"].set_default("NoAction")
         self.sw.clone_sessions.delete(POSTCARD_SESSION, missing_ok=True)

@@ -103,7 +103,7 @@ class MalformedShimUntouchedTest(P4ccTest):
         from scapy.layers.l2 import Ether
         from base import HOST_MAC, SWITCH_MAC
         self.route(2)
-        cases = [shim_packet(1, 2, version=2),
+        cases = [shim_packet(1, 2, version=3),
                  shim_packet(1, 2, hops=[prior_hop(1, 1)], hop_count=5),
                  shim_packet(1, 2, hops=[prior_hop(1, 1)], hop_count=3, payload=b"")]
         for sent in cases:

@@ -106,6 +106,10 @@ pub struct Link {
     pub ecn_k_pkts: Option<PerEnd<u64>>,
     #[serde(default)]
     pub loss: Option<PerEnd<f64>>,
+    /// "KMIN-KMAX/PMAX": RED marking; the controller applies it (the
+    /// simulator only reads the topology for its links).
+    #[serde(default)]
+    pub ecn_red: Option<PerEnd<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .units import (UnitError, format_delay, format_loss, format_rate,
-                    parse_delay, parse_loss, parse_pkts, parse_rate)
+from .units import (UnitError, format_delay, format_loss, format_rate, format_red,
+                    parse_delay, parse_loss, parse_pkts, parse_rate, parse_red)
 
 __all__ = [
     "TopologyError",
@@ -60,10 +60,10 @@ _TOP_KEYS = ("name", "description", "hosts", "switches", "links", "defaults",
              "collector", "roles", "params")
 _HOST_KEYS = ("name", "ip", "mac")
 _SWITCH_KEYS = ("name", "id")
-_LINK_PROPS = ("rate_bps", "delay_us", "buffer_pkts", "loss", "ecn_k_pkts")
+_LINK_PROPS = ("rate_bps", "delay_us", "buffer_pkts", "loss", "ecn_k_pkts", "ecn_red")
 _LINK_KEYS = ("endpoints",) + _LINK_PROPS
 #: Properties that belong to a switch's egress port and may differ per end.
-_PER_END = ("buffer_pkts", "ecn_k_pkts", "loss")
+_PER_END = ("buffer_pkts", "ecn_k_pkts", "loss", "ecn_red")
 
 
 class TopologyError(ValueError):
@@ -124,6 +124,7 @@ class Link:
     delay_us: int = 0
     buffer_pkts: dict = field(default_factory=dict)   # switch -> pkts
     ecn_k_pkts: dict = field(default_factory=dict)    # switch -> pkts
+    ecn_red: dict = field(default_factory=dict)       # switch -> (kmin, kmax, pmax): RED instead of a step
     loss: dict = field(default_factory=dict)          # switch -> probability
 
     @property
@@ -412,6 +413,9 @@ class Topology:
                     pending_auto.append((len(parsed), j, node))
             props, perr = _parse_props(l, defaults, where, [e[0] for e in ends if e[0] in switch_names])
             problems.extend(perr)
+            for sw in sorted(set(props.get("ecn_k_pkts", {})) & set(props.get("ecn_red", {}))):
+                problems.append(f"{where}: switch {sw}'s end has both ecn_k_pkts and ecn_red "
+                                "(a port marks by a step at K or by RED, not both)")
             parsed.append({"index": i, "ends": ends, "props": props, "label": label})
 
         # auto-number ports: the lowest free port of the switch, in link order
@@ -431,7 +435,8 @@ class Topology:
             links.append(Link(index=pl["index"], a=Endpoint(n0, p0), b=Endpoint(n1, p1),
                               rate_bps=pr.get("rate_bps"), delay_us=pr.get("delay_us", 0),
                               buffer_pkts=pr.get("buffer_pkts", {}),
-                              ecn_k_pkts=pr.get("ecn_k_pkts", {}), loss=pr.get("loss", {})))
+                              ecn_k_pkts=pr.get("ecn_k_pkts", {}), loss=pr.get("loss", {}),
+                              ecn_red=pr.get("ecn_red", {})))
 
         for h, ls in host_links.items():
             if len(ls) == 0:
@@ -569,7 +574,7 @@ class Topology:
             if l.delay_us:
                 ld["delay_us"] = l.delay_us if numeric else format_delay(l.delay_us)
             for key, fmt in (("buffer_pkts", int), ("ecn_k_pkts", int),
-                             ("loss", float if numeric else format_loss)):
+                             ("loss", float if numeric else format_loss), ("ecn_red", format_red)):
                 per = getattr(l, key)
                 vals = set(per.values())
                 if not per:
@@ -605,6 +610,7 @@ def _parse_props(l: dict, defaults: dict, where: str, sw_ends: list[str]) -> tup
         "loss": parse_loss,
         "buffer_pkts": lambda v: parse_pkts(v, "buffer", minimum=1),
         "ecn_k_pkts": lambda v: parse_pkts(v, "ECN threshold K", minimum=0),
+        "ecn_red": parse_red,
     }
     for key in _LINK_PROPS:
         if key in l:

@@ -101,6 +101,22 @@ def check_link_model(settings: dict, where: str = "port") -> dict:
 
 
 @dataclass(frozen=True)
+class Red:
+    """A RED marking profile (DCQCN's switch): no mark up to Kmin, a
+    probability rising linearly to Pmax at Kmax, every packet above."""
+    kmin_pkts: int
+    kmax_pkts: int
+    pmax: float
+
+    def check(self, where: str) -> None:
+        _num(self.kmin_pkts, f"{where}.kmin_pkts", 0, 10**7, integer=True)
+        _num(self.kmax_pkts, f"{where}.kmax_pkts", self.kmin_pkts, 10**7, integer=True)
+        _num(self.pmax, f"{where}.pmax", 0.0, 1.0)
+        if self.pmax <= 0:
+            _fail(f"{where}.pmax", "must be above 0")
+
+
+@dataclass(frozen=True)
 class PortConfig:
     """One switch port: the target's link model and the P4 per-port state."""
     port: int
@@ -111,12 +127,17 @@ class PortConfig:
     loss: float = 0.0                #: probability a frame sent here is dropped
     depth_pkts: int | None = None    #: egress queue depth (None: the target's default)
     ecn_k_pkts: int | None = None    #: ECN marking threshold K (None: never marks)
+    ecn_red: Red | None = None       #: RED marking instead of a step at K
 
     def check(self, where: str) -> None:
         _num(self.port, f"{where}.port", 0, 510, integer=True)
         check_link_model(self.link_model(), where)
         if self.ecn_k_pkts is not None:
             _num(self.ecn_k_pkts, f"{where}.ecn_k_pkts", 0, 10**7, integer=True)
+        if self.ecn_red is not None:
+            self.ecn_red.check(f"{where}.ecn_red")
+            if self.ecn_k_pkts is not None:
+                _fail(where, "marks by a step at K (ecn_k_pkts) and by RED (ecn_red): give one")
 
     def link_model(self) -> dict:
         """The target's knobs (line rate, delay, loss, depth) that are set."""
@@ -494,6 +515,7 @@ _NESTED: dict[type, dict[str, Any]] = {
               "measure": ("one", Measure), "events": ("tuple", Event)},
     SwitchConfig: {"routes": ("tuple", Route), "ports": ("dict_int", PortConfig),
                    "postcards": ("one", Postcards)},
+    PortConfig: {"ecn_red": ("one", Red)},
     Agent: {"workload": ("one", Workload)},
     Workload: {"flows": ("tuple", FlowWindow), "sizes": ("one", Sizes), "dsts": ("tuple", str)},
     Measure: {"ports": ("tuple", PortRef), "queue": ("one", PortRef)},
@@ -576,7 +598,8 @@ def switch_configs(topo: Topology, postcard_one_in_n: int = 1,
                 port=port, peer=other.node, peer_port=other.port, rate_bps=l.rate_bps,
                 delay_us=(2 if host_link else 1) * l.delay_us,
                 loss=l.loss.get(name, 0.0), depth_pkts=l.buffer_pkts.get(name),
-                ecn_k_pkts=l.ecn_k_pkts.get(name))
+                ecn_k_pkts=l.ecn_k_pkts.get(name),
+                ecn_red=Red(*l.ecn_red[name]) if name in l.ecn_red else None)
         routes = tuple(Route(f"{topo.hosts[h].ip}/32", port, mac, h)
                        for h, (port, mac) in sorted(topo.next_hops(name).items()))
         postcards = None
@@ -621,7 +644,7 @@ def plain(obj) -> Any:
     return _plain(obj)
 
 
-__all__ = ["SCHEMA", "VERSION", "PlanError", "Plan", "ArmPlan", "SwitchConfig", "PortConfig",
+__all__ = ["SCHEMA", "VERSION", "PlanError", "Plan", "ArmPlan", "SwitchConfig", "PortConfig", "Red",
            "Route", "Postcards", "Agent", "Workload", "FlowWindow", "Sizes", "Measure",
            "PortRef", "Event", "switch_configs", "check_link_model", "LINK_MODEL", "switch_ip", "port_towards", "port_between",
            "collector_agent", "gateway_mac", "plain", "asdict", "COLLECTOR_UDP_PORT"]

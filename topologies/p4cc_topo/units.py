@@ -155,6 +155,29 @@ def parse_pkts(value, what: str = "packet count", minimum: int = 0) -> int:
     return int(n)
 
 
+def parse_red(value) -> tuple[int, int, float]:
+    """A RED marking profile ``"KMIN-KMAX/PMAX"`` (depths in packets, Pmax
+    a fraction or a percentage): ``"5-200/1%"`` → (5, 200, 0.01)."""
+    what = "ECN RED profile"
+    if not isinstance(value, str) or "/" not in value or "-" not in value.split("/")[0]:
+        raise UnitError(f"{what} {value!r}: write KMIN-KMAX/PMAX, depths in packets, "
+                        "e.g. \"5-200/1%\"")
+    ks, p = value.split("/", 1)
+    lo, hi = ks.split("-", 1)
+    kmin, kmax = parse_pkts(lo.strip(), "RED Kmin"), parse_pkts(hi.strip(), "RED Kmax")
+    if kmax < kmin:
+        raise UnitError(f"{what} {value!r}: Kmax {kmax} is below Kmin {kmin}")
+    pmax = parse_loss(p.strip())
+    if pmax <= 0:
+        raise UnitError(f"{what} {value!r}: Pmax must be above 0")
+    return kmin, kmax, pmax
+
+
+def format_red(red: tuple[int, int, float]) -> str:
+    kmin, kmax, pmax = red
+    return f"{kmin}-{kmax}/{format_loss(pmax)}"
+
+
 def format_rate(bps: int) -> str:
     for unit, mult in (("Tbps", 10**12), ("Gbps", 10**9), ("Mbps", 10**6), ("kbps", 10**3)):
         if bps >= mult and bps % mult == 0:
