@@ -40,13 +40,19 @@ def test_a_delayed_link_plan_runs_on_bmv2(tmp_path):
     assert ep["target"] == "bmv2" and ep["link_admin_addr"] and ep["link_ports"]
     # The RTT the user-space transport measured: at least the plan's, as
     # bmv2 plus the emulator delivered it (its queue adds to it, never takes).
-    rtts = []
+    rtts, first = [], []
     for f in arm.glob("*/rtt.csv"):
         with open(f) as fh:
-            rtts += [float(r["rtt_ns"]) / 1e3 for r in csv.DictReader(fh) if r["rtt_ns"]]
+            got = [float(r["rtt_ns"]) / 1e3 for r in csv.DictReader(fh) if r["rtt_ns"]]
+        rtts += got
+        first += got[:1]
     assert rtts, "no RTT samples"
     assert min(rtts) >= 0.97 * RTT_US, min(rtts)
-    assert min(rtts) < 3 * RTT_US, min(rtts)
+    # A flow's first packet finds little queue: the plan's RTT, its own time
+    # on the 10 Mb/s bottleneck and its ACK's on the way back (bmv2 shapes
+    # in packets/s: an ACK takes a full-sized frame's 1.2 ms), the other
+    # flow's first window at most, and little else.
+    assert min(first) < RTT_US + 2 * 1211 + 2000, first
     fid = json.loads((arm / "fidelity.json").read_text())
     links = fid["links"]["s1"]
     # Every host port has its emulator, both ends reporting, frames carried.
