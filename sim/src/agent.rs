@@ -272,8 +272,11 @@ impl Agent {
                 let name = algorithm(spec)?;
                 let params: Vec<(String, String)> =
                     spec.cc_params.iter().map(|(k, v)| (k.clone(), cc_param(v))).collect();
+                // An algorithm that reads INT sends a version-2 shim, whose
+                // larger hop records leave less room for payload.
+                let mss = wire::max_payload_1500(cc::reads_int(&name));
                 let path = cc::PathInfo {
-                    mss: wire::MAX_PAYLOAD_1500 as u32,
+                    mss: mss as u32,
                     line_rate_bps: spec.line_rate_bps,
                     init_cwnd_pkts: spec.init_cwnd_pkts.unwrap_or(10),
                 };
@@ -288,7 +291,7 @@ impl Agent {
                     _ => spec.cc.clone().unwrap_or_default(),
                 };
                 let opts = SenderStackOptions {
-                    sender: SenderConfig::default(),
+                    sender: SenderConfig { mss, ..SenderConfig::default() },
                     ecn: spec.ecn,
                     cc_label: label,
                     max_burst: 16,

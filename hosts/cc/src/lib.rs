@@ -26,7 +26,7 @@ pub mod vegas;
 mod window;
 
 pub use params::{AlgoInfo, ParamInfo};
-pub use registry::{by_name, for_flow, list};
+pub use registry::{by_name, for_flow, list, reads_int};
 
 /// What the datapath learned from one ACK.
 #[derive(Debug, Clone, Default, PartialEq)]

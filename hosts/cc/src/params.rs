@@ -27,6 +27,9 @@ pub struct AlgoInfo {
     /// One-line description.
     pub description: &'static str,
     pub params: Vec<ParamInfo>,
+    /// The algorithm reads `AckSample::int_hops`, so its sender emits a
+    /// version-2 (INT) telemetry shim (see [`crate::reads_int`]).
+    pub int_telemetry: bool,
 }
 
 /// User-supplied `(name, value)` pairs checked against a spec table.

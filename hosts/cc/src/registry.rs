@@ -12,25 +12,28 @@ struct Entry {
     aliases: &'static [&'static str],
     description: &'static str,
     params: &'static [ParamInfo],
+    /// Reads `AckSample::int_hops`: its sender emits a version-2 (INT)
+    /// telemetry shim.
+    int_telemetry: bool,
 }
 
 const ENTRIES: &[Entry] = &[
-    Entry { name: "reno", aliases: &[], description: "TCP NewReno: slow start, AIMD, halve once per window on loss (RFC 5681/6582)", params: reno::PARAMS },
-    Entry { name: "cubic", aliases: &[], description: "CUBIC: cubic window growth around W_max with a Reno-friendly floor (RFC 9438)", params: cubic::PARAMS },
-    Entry { name: "dctcp", aliases: &[], description: "DCTCP: cut cwnd by alpha/2 per window, alpha = EWMA of the CE-marked fraction (RFC 8257)", params: dctcp::PARAMS },
-    Entry { name: "timely", aliases: &[], description: "TIMELY: rate control from the RTT gradient (SIGCOMM'15 Algorithm 1)", params: timely::TIMELY_PARAMS },
-    Entry { name: "oracle-timely", aliases: &[], description: "oracle TIMELY: holds the switch's reported queue at a target, XCP's gains on its change and its excess", params: oracle::PARAMS },
-    Entry { name: "oracle-timely-seed", aliases: &[], description: "the TIMELY seed's oracle: TIMELY's control law fed the switch's echoed queue depth instead of the RTT", params: timely::ORACLE_PARAMS },
-    Entry { name: "vegas", aliases: &[], description: "TCP Vegas: keep alpha..beta packets queued, judged once per RTT from base RTT", params: vegas::PARAMS },
-    Entry { name: "pcc-allegro", aliases: &["pcc"], description: "PCC Allegro: loss-based utility with PCC-Uspace's latency factor, on its gradient ascent (NSDI'15; PCC-Uspace)", params: pcc::allegro::PARAMS },
-    Entry { name: "pcc-vivace", aliases: &[], description: "PCC Vivace: gradient ascent on a latency-aware utility (NSDI'18)", params: pcc::vivace::PARAMS },
-    Entry { name: "hpcc", aliases: &[], description: "HPCC: window from the per-hop INT load, aiming at eta utilisation (SIGCOMM'19 Algorithm 1)", params: hpcc::PARAMS },
-    Entry { name: "powertcp", aliases: &[], description: "PowerTCP: window from the per-hop INT power, queue gradient times bytes in flight (NSDI'22 Algorithm 1)", params: powertcp::PARAMS },
-    Entry { name: "theta-powertcp", aliases: &[], description: "theta-PowerTCP: PowerTCP's window law with power from the RTT and its gradient (NSDI'22 Algorithm 2)", params: powertcp::PARAMS },
-    Entry { name: "swift", aliases: &[], description: "Swift: AIMD on delay against a hop- and flow-scaled target, sub-packet windows by pacing (SIGCOMM'20 Algorithm 1)", params: swift::PARAMS },
-    Entry { name: "dcqcn", aliases: &[], description: "DCQCN reaction point: rate cut by alpha/2 per CNP, fast recovery, additive and hyper increase (SIGCOMM'15)", params: dcqcn::PARAMS },
-    Entry { name: "bbr", aliases: &["bbr1"], description: "BBRv1 as Linux's tcp_bbr.c: pacing at the max-filtered delivery rate, cwnd = 2 BDP, 8-phase gain cycle, PROBE_RTT every 10 s, policer (lt_bw) detection", params: bbr::v1::PARAMS },
-    Entry { name: "bbr3", aliases: &["bbrv3"], description: "BBRv3 (draft-ietf-ccwg-bbr-06): BBRv1's model bounded by loss (2 % per round, beta 0.7) and ECN, PROBE_BW DOWN/CRUISE/REFILL/UP, PROBE_RTT every 5 s at 0.5 BDP", params: bbr::v3::PARAMS },
+    Entry { name: "reno", aliases: &[], description: "TCP NewReno: slow start, AIMD, halve once per window on loss (RFC 5681/6582)", params: reno::PARAMS, int_telemetry: false },
+    Entry { name: "cubic", aliases: &[], description: "CUBIC: cubic window growth around W_max with a Reno-friendly floor (RFC 9438)", params: cubic::PARAMS, int_telemetry: false },
+    Entry { name: "dctcp", aliases: &[], description: "DCTCP: cut cwnd by alpha/2 per window, alpha = EWMA of the CE-marked fraction (RFC 8257)", params: dctcp::PARAMS, int_telemetry: false },
+    Entry { name: "timely", aliases: &[], description: "TIMELY: rate control from the RTT gradient (SIGCOMM'15 Algorithm 1)", params: timely::TIMELY_PARAMS, int_telemetry: false },
+    Entry { name: "oracle-timely", aliases: &[], description: "oracle TIMELY: holds the switch's reported queue at a target, XCP's gains on its change and its excess", params: oracle::PARAMS, int_telemetry: false },
+    Entry { name: "oracle-timely-seed", aliases: &[], description: "the TIMELY seed's oracle: TIMELY's control law fed the switch's echoed queue depth instead of the RTT", params: timely::ORACLE_PARAMS, int_telemetry: false },
+    Entry { name: "vegas", aliases: &[], description: "TCP Vegas: keep alpha..beta packets queued, judged once per RTT from base RTT", params: vegas::PARAMS, int_telemetry: false },
+    Entry { name: "pcc-allegro", aliases: &["pcc"], description: "PCC Allegro: loss-based utility with PCC-Uspace's latency factor, on its gradient ascent (NSDI'15; PCC-Uspace)", params: pcc::allegro::PARAMS, int_telemetry: false },
+    Entry { name: "pcc-vivace", aliases: &[], description: "PCC Vivace: gradient ascent on a latency-aware utility (NSDI'18)", params: pcc::vivace::PARAMS, int_telemetry: false },
+    Entry { name: "hpcc", aliases: &[], description: "HPCC: window from the per-hop INT load, aiming at eta utilisation (SIGCOMM'19 Algorithm 1)", params: hpcc::PARAMS, int_telemetry: true },
+    Entry { name: "powertcp", aliases: &[], description: "PowerTCP: window from the per-hop INT power, queue gradient times bytes in flight (NSDI'22 Algorithm 1)", params: powertcp::PARAMS, int_telemetry: true },
+    Entry { name: "theta-powertcp", aliases: &[], description: "theta-PowerTCP: PowerTCP's window law with power from the RTT and its gradient (NSDI'22 Algorithm 2)", params: powertcp::PARAMS, int_telemetry: false },
+    Entry { name: "swift", aliases: &[], description: "Swift: AIMD on delay against a hop- and flow-scaled target, sub-packet windows by pacing (SIGCOMM'20 Algorithm 1)", params: swift::PARAMS, int_telemetry: false },
+    Entry { name: "dcqcn", aliases: &[], description: "DCQCN reaction point: rate cut by alpha/2 per CNP, fast recovery, additive and hyper increase (SIGCOMM'15)", params: dcqcn::PARAMS, int_telemetry: false },
+    Entry { name: "bbr", aliases: &["bbr1"], description: "BBRv1 as Linux's tcp_bbr.c: pacing at the max-filtered delivery rate, cwnd = 2 BDP, 8-phase gain cycle, PROBE_RTT every 10 s, policer (lt_bw) detection", params: bbr::v1::PARAMS, int_telemetry: false },
+    Entry { name: "bbr3", aliases: &["bbrv3"], description: "BBRv3 (draft-ietf-ccwg-bbr-06): BBRv1's model bounded by loss (2 % per round, beta 0.7) and ECN, PROBE_BW DOWN/CRUISE/REFILL/UP, PROBE_RTT every 5 s at 0.5 BDP", params: bbr::v3::PARAMS, int_telemetry: false },
 ];
 
 /// Every algorithm with its description and parameters (defaults as
@@ -38,8 +41,27 @@ const ENTRIES: &[Entry] = &[
 pub fn list() -> Vec<AlgoInfo> {
     ENTRIES
         .iter()
-        .map(|e| AlgoInfo { name: e.name, aliases: e.aliases.to_vec(), description: e.description, params: e.params.to_vec() })
+        .map(|e| AlgoInfo {
+            name: e.name,
+            aliases: e.aliases.to_vec(),
+            description: e.description,
+            params: e.params.to_vec(),
+            int_telemetry: e.int_telemetry,
+        })
         .collect()
+}
+
+fn entry(name: &str) -> Option<&'static Entry> {
+    let wanted = name.trim().to_ascii_lowercase();
+    ENTRIES.iter().find(|e| e.name == wanted || e.aliases.contains(&wanted.as_str()))
+}
+
+/// True when algorithm `name` (or an alias) reads the in-band telemetry
+/// of `AckSample::int_hops` (HPCC, PowerTCP): its sender must emit a
+/// version-2 telemetry shim, whose 32-byte records leave less room for
+/// payload. False for every other name, unknown ones included.
+pub fn reads_int(name: &str) -> bool {
+    entry(name).is_some_and(|e| e.int_telemetry)
 }
 
 /// Builds algorithm `name` for one flow: as [`by_name`], and an algorithm
@@ -59,11 +81,7 @@ pub fn for_flow(
 /// `params`, with `seed = flow_seed` added where algorithm `name` takes a
 /// seed and none was given.
 fn flow_params(name: &str, params: &[(String, String)], flow_seed: u64) -> Vec<(String, String)> {
-    let wanted = name.trim().to_ascii_lowercase();
-    let seeded = ENTRIES
-        .iter()
-        .find(|e| e.name == wanted || e.aliases.contains(&wanted.as_str()))
-        .is_some_and(|e| e.params.iter().any(|p| p.name == "seed"));
+    let seeded = entry(name).is_some_and(|e| e.params.iter().any(|p| p.name == "seed"));
     let mut out = params.to_vec();
     if seeded && !params.iter().any(|(k, _)| k == "seed") {
         out.push(("seed".to_string(), flow_seed.to_string()));
@@ -75,11 +93,7 @@ fn flow_params(name: &str, params: &[(String, String)], flow_seed: u64) -> Vec<(
 /// Unknown names, unknown parameters and out-of-range values are errors,
 /// never silently ignored.
 pub fn by_name(name: &str, params: &[(String, String)], path: &PathInfo) -> Result<Box<dyn CongestionControl>, CcError> {
-    let wanted = name.trim().to_ascii_lowercase();
-    let entry = ENTRIES
-        .iter()
-        .find(|e| e.name == wanted || e.aliases.contains(&wanted.as_str()))
-        .ok_or_else(|| CcError::UnknownAlgorithm(name.to_string()))?;
+    let entry = entry(name).ok_or_else(|| CcError::UnknownAlgorithm(name.to_string()))?;
     if path.mss == 0 {
         return Err(CcError::BadValue {
             algo: entry.name.to_string(),
@@ -146,6 +160,16 @@ mod tests {
             for p in &info.params {
                 assert!(!p.doc.is_empty(), "{}.{} undocumented", info.name, p.name);
             }
+        }
+    }
+
+    #[test]
+    fn only_hpcc_and_powertcp_read_int() {
+        let int: Vec<&str> = list().iter().filter(|a| a.int_telemetry).map(|a| a.name).collect();
+        assert_eq!(int, ["hpcc", "powertcp"]);
+        assert!(reads_int("hpcc") && reads_int(" PowerTCP "));
+        for name in ["theta-powertcp", "swift", "dcqcn", "dctcp", "pcc", "bbr", ""] {
+            assert!(!reads_int(name), "{name}");
         }
     }
 

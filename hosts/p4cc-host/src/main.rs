@@ -20,7 +20,7 @@ use traffic::workload::{ClosedLoop, Incast, Poisson, Schedule, SizeDist};
 use traffic::{FlowSpec, Workload};
 use transport::receiver::ReceiverConfig;
 use transport::sender::SenderConfig;
-use transport::wire::MAX_PAYLOAD_1500;
+use transport::wire::{max_payload_1500, MAX_PAYLOAD_1500, MAX_PAYLOAD_1500_INT};
 
 #[derive(Parser)]
 #[command(name = "p4cc-host", version, about = "p4cc host agent: transports, traffic generators, telemetry collector")]
@@ -74,6 +74,10 @@ struct RecvArgs {
     /// SACK blocks per ACK (1..8).
     #[arg(long, default_value_t = 4)]
     sack_blocks: usize,
+    /// DCQCN notification point: at most one CNP per flow per this many µs
+    /// (a CE-marked packet triggers it; the paper's N = 50).
+    #[arg(long, default_value_t = 50.0)]
+    cnp_interval_us: f64,
     /// Stop after this long.
     #[arg(long)]
     duration_s: Option<f64>,
@@ -144,9 +148,10 @@ struct SendOpts {
     /// udp: local address of the sending socket.
     #[arg(long, default_value = "0.0.0.0:0")]
     bind: SocketAddrV4,
-    /// udp: payload bytes per packet (max 1336 for a 1500-byte MTU).
-    #[arg(long, default_value_t = MAX_PAYLOAD_1500)]
-    mss: usize,
+    /// udp: payload bytes per packet; default and maximum for a 1500-byte
+    /// MTU: 1336, or 1288 for an algorithm that reads INT (version-2 shim).
+    #[arg(long)]
+    mss: Option<usize>,
     /// udp: pacing-rate cap in Mb/s (also paces window-based algorithms).
     #[arg(long)]
     pace_mbps: Option<f64>,
@@ -365,9 +370,18 @@ fn list_cc() {
     use std::fmt::Write as _;
     let mut o = String::new();
     let _ = writeln!(o, "# user-space transport (--datapath udp): name, --cc-param KEY=DEFAULT, description");
+    let _ = writeln!(
+        o,
+        "# [reads INT]: its data packets carry a version-2 telemetry shim (32-byte hop records), so at most {MAX_PAYLOAD_1500_INT} payload bytes per packet instead of {MAX_PAYLOAD_1500}"
+    );
     for a in cc::list() {
         let aliases = if a.aliases.is_empty() { String::new() } else { format!(" (alias: {})", a.aliases.join(", ")) };
-        let _ = writeln!(o, "{}{}\n    {}", a.name, aliases, a.description);
+        let int = if a.int_telemetry {
+            format!(" [reads INT: version-2 shim, --mss <= {MAX_PAYLOAD_1500_INT}]")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(o, "{}{}{}\n    {}", a.name, aliases, int, a.description);
         for p in &a.params {
             let _ = writeln!(o, "    --cc-param {}={}    {}", p.name, p.default, p.doc);
         }
@@ -379,6 +393,29 @@ fn list_cc() {
     let _ = writeln!(o, "#   'dctcp' uses the kernel module if present, else the BPF p4cc_dctcp (p4cc-host bpf-dctcp load)");
     use std::io::Write as _;
     let _ = std::io::stdout().write_all(o.as_bytes());
+}
+
+/// The payload per packet of a udp flow of algorithm `cc`: `--mss`, or the
+/// largest a 1500-byte MTU leaves after the shim version the algorithm
+/// makes the sender use (1336, or 1288 when it reads INT).
+fn udp_mss(cc: &str, given: Option<usize>) -> Result<usize, CliError> {
+    let int = cc::reads_int(cc);
+    let max = max_payload_1500(int);
+    match given {
+        None => Ok(max),
+        Some(m) if (1..=max).contains(&m) => Ok(m),
+        Some(_) if int => Err(CliError::Usage(format!(
+            "--mss must be 1..={max} for {cc}: it reads INT, and a version-2 shim leaves room for four 32-byte hop records"
+        ))),
+        Some(_) => Err(CliError::Usage(format!("--mss must be 1..={max}"))),
+    }
+}
+
+fn cnp_interval_ns(us: f64) -> Result<u64, CliError> {
+    if !us.is_finite() || us < 0.0 {
+        return Err(CliError::Usage(format!("--cnp-interval-us must be >= 0, got {us}")));
+    }
+    Ok((us * 1e3).round() as u64)
 }
 
 fn sizes_of(s: &SizeArgs) -> Result<SizeDist, CliError> {
@@ -485,20 +522,17 @@ fn run_gen(datapath: DatapathKind, start_at: Option<u64>, start_in_ms: f64, opts
     let mut logger = FlowLogger::create(&opts.out, bin_ns, opts.rtt_every, opts.hops_log && datapath == DatapathKind::Udp)?;
     let (json, ok) = match datapath {
         DatapathKind::Udp => {
-            if opts.mss == 0 || opts.mss > MAX_PAYLOAD_1500 {
-                return Err(CliError::Usage(format!("--mss must be 1..={MAX_PAYLOAD_1500}")));
-            }
+            let mss = udp_mss(&opts.cc, opts.mss)?;
             let path = cc::PathInfo {
-                mss: opts.mss as u32,
+                mss: mss as u32,
                 line_rate_bps: opts.line_rate_mbps.map(|m| (m * 1e6) as u64),
                 init_cwnd_pkts: opts.init_cwnd,
             };
             // fail fast on a bad name or parameter
             let name = opts.cc.clone();
             let params = opts.cc_params.clone();
-            let mss = opts.mss as u64;
             let make = move |f: &FlowSpec| -> Result<Box<dyn cc::CongestionControl>, String> {
-                match builtin::build(&name, &params, mss) {
+                match builtin::build(&name, &params, mss as u64) {
                     Some(r) => r,
                     None => cc::for_flow(&name, &params, &path, f.seed).map_err(|e| e.to_string()),
                 }
@@ -517,7 +551,7 @@ fn run_gen(datapath: DatapathKind, start_at: Option<u64>, start_in_ms: f64, opts
             let uopts = UdpSenderOptions {
                 bind: opts.bind,
                 sender: SenderConfig {
-                    mss: opts.mss,
+                    mss,
                     init_rto_ns: (opts.init_rto_ms * 1e6) as u64,
                     min_rto_ns: (opts.min_rto_ms * 1e6) as u64,
                     give_up_ns: secs(opts.give_up_s),
@@ -578,6 +612,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                     idle_timeout_ns: secs(a.idle_timeout_s),
                     depth_pkt_bytes: a.depth_pkt_bytes,
                     max_sack_blocks: a.sack_blocks.clamp(1, 8),
+                    cnp_interval_ns: cnp_interval_ns(a.cnp_interval_us)?,
                     ..Default::default()
                 },
                 sock_buf: 8 << 20,
@@ -703,6 +738,8 @@ mod tests {
             vec!["p4cc-host", "--list-cc"],
             vec!["p4cc-host", "recv", "--out", "/tmp/x", "--ack-every", "2"],
             vec!["p4cc-host", "recv", "--port", "5000"],
+            vec!["p4cc-host", "recv", "--cnp-interval-us", "25"],
+            vec!["p4cc-host", "send", "--dst", "10.99.0.2", "--bytes", "1000", "--cc", "hpcc", "--mss", "1288"],
             vec!["p4cc-host", "send", "--dst", "10.99.0.2", "--bytes", "1000", "--cc", "dctcp", "--cc-param", "g=0.1"],
             vec!["p4cc-host", "tcp-recv", "--cc", "dctcp"],
             vec!["p4cc-host", "tcp-send", "--dst", "10.99.0.2", "--duration-s", "3", "--cc", "cubic"],
@@ -716,6 +753,24 @@ mod tests {
             Cli::try_parse_from(&args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
         }
         assert!(Cli::try_parse_from(["p4cc-host", "bpf-dctcp", "explode"]).is_err());
+    }
+
+    #[test]
+    fn the_mss_follows_the_shim_the_algorithm_needs() {
+        assert_eq!(udp_mss("cubic", None).unwrap(), 1336);
+        assert_eq!(udp_mss("dcqcn", None).unwrap(), 1336);
+        assert_eq!(udp_mss("fixed-rate", None).unwrap(), 1336);
+        assert_eq!(udp_mss("hpcc", None).unwrap(), 1288);
+        assert_eq!(udp_mss("powertcp", Some(1000)).unwrap(), 1000);
+        assert!(udp_mss("hpcc", Some(1336)).is_err());
+        assert!(udp_mss("cubic", Some(1337)).is_err());
+        assert!(udp_mss("cubic", Some(0)).is_err());
+        assert_eq!(cnp_interval_ns(50.0).unwrap(), 50_000);
+        assert_eq!(cnp_interval_ns(0.5).unwrap(), 500);
+        assert!(cnp_interval_ns(-1.0).is_err());
+        let cli = Cli::try_parse_from(["p4cc-host", "recv"]).unwrap();
+        let Some(Cmd::Recv(a)) = cli.cmd else { panic!() };
+        assert_eq!(cnp_interval_ns(a.cnp_interval_us).unwrap(), transport::ReceiverConfig::default().cnp_interval_ns);
     }
 
     #[test]

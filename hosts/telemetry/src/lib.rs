@@ -1,7 +1,8 @@
 //! p4cc telemetry codecs.
 //!
 //! * [`shim`]: the in-band telemetry shim that the P4 program inserts hop
-//!   records into (UDP destination port [`shim::DATA_PORT`]).
+//!   records into (UDP destination port [`shim::DATA_PORT`]): version 1,
+//!   or version 2 with the INT records of HPCC and PowerTCP.
 //! * [`postcard`]: the out-of-band queue reports ("postcards") a switch
 //!   clones to a collector, and [`collector`], which writes them to CSV.
 //!
@@ -14,4 +15,4 @@ pub mod postcard;
 pub mod shim;
 
 pub use postcard::{Postcard, PostcardError};
-pub use shim::{DepthUnit, HopRecord, Shim, ShimError};
+pub use shim::{DepthUnit, HopRecord, IntHopRecord, Shim, ShimError};

@@ -67,6 +67,13 @@ impl TimeUnit {
             TimeUnit::Nanos => v / 1000,
         }
     }
+    /// A value in this unit, in ns (exact; saturating at `u64::MAX`).
+    pub fn to_ns(self, v: u64) -> u64 {
+        match self {
+            TimeUnit::Micros => v.saturating_mul(1000),
+            TimeUnit::Nanos => v,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

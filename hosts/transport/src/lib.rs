@@ -21,4 +21,4 @@ pub mod sender;
 pub mod wire;
 
 pub use receiver::{Receiver, ReceiverConfig, ReceiverStats, RecvFlowRecord, RecvStatus};
-pub use sender::{FailReason, FlowSender, FlowSize, FlowState, SenderConfig, Transmit};
+pub use sender::{FailReason, FlowSender, FlowSize, FlowState, SenderConfig, ShimChoice, Transmit};

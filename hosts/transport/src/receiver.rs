@@ -2,14 +2,18 @@
 //! (sender address, flow id); each keeps a reassembly scoreboard, verifies
 //! every payload byte against the seeded generator, counts ECN codepoints,
 //! and answers with ACKs carrying SACK blocks, CE counters and the echoed
-//! telemetry of the data packets.
+//! telemetry of the data packets (version-1 or version-2 hop records, as
+//! the packet carried them). Each flow also runs DCQCN's notification
+//! point: a CE-marked arrival sends a CNP (an ACK flagged [`wire::AF_CNP`])
+//! at most once per flow per [`ReceiverConfig::cnp_interval_ns`].
 
 use crate::payload;
 use crate::rangeset::RangeSet;
 use crate::wire::{
-    self, Ack, AckLists, SackBlock, WireError, AF_COMPLETE, AF_CE, AF_CORRUPT, AF_DUP, AF_TELEMETRY, DF_PROBE, NO_QDEPTH,
-    SIZE_UNKNOWN, TYPE_ABORT,
+    self, Ack, AckLists, SackBlock, WireError, AF_CE, AF_CNP, AF_COMPLETE, AF_CORRUPT, AF_DUP, AF_INT, AF_TELEMETRY, DF_PROBE,
+    NO_QDEPTH, SIZE_UNKNOWN, TYPE_ABORT,
 };
+use cc::dcqcn::NotificationPoint;
 use std::collections::{BTreeMap, HashSet};
 use std::net::SocketAddr;
 use telemetry::ShimError;
@@ -33,6 +37,10 @@ pub struct ReceiverConfig {
     /// Resource limits (packets beyond them are dropped and counted).
     pub max_flows: usize,
     pub max_ranges_per_flow: usize,
+    /// DCQCN's notification point: a CE-marked data packet triggers a CNP
+    /// (the ACK it causes, sent at once, carries [`wire::AF_CNP`]) unless
+    /// the flow had one less than this long ago (the paper's N = 50 µs).
+    pub cnp_interval_ns: u64,
 }
 
 impl Default for ReceiverConfig {
@@ -46,6 +54,7 @@ impl Default for ReceiverConfig {
             max_sack_blocks: 4,
             max_flows: 100_000,
             max_ranges_per_flow: 100_000,
+            cnp_interval_ns: NotificationPoint::DEFAULT_INTERVAL_NS,
         }
     }
 }
@@ -62,6 +71,8 @@ pub struct ReceiverStats {
     pub corrupt_pkts: u64,
     pub dropped_limits: u64,
     pub aborts: u64,
+    /// ACKs that carried a CNP.
+    pub cnps: u64,
 }
 
 impl ReceiverStats {
@@ -70,7 +81,7 @@ impl ReceiverStats {
     }
     pub fn to_json(&self) -> String {
         format!(
-            "{{\"datagrams\": {}, \"data_pkts\": {}, \"acks_sent\": {}, \"no_shim\": {}, \"bad_header\": {}, \"corrupt_pkts\": {}, \"dropped_limits\": {}, \"aborts\": {}}}",
+            "{{\"datagrams\": {}, \"data_pkts\": {}, \"acks_sent\": {}, \"no_shim\": {}, \"bad_header\": {}, \"corrupt_pkts\": {}, \"dropped_limits\": {}, \"aborts\": {}, \"cnps\": {}}}",
             self.datagrams,
             self.data_pkts,
             self.acks_sent,
@@ -78,7 +89,8 @@ impl ReceiverStats {
             self.bad_header,
             self.corrupt_pkts,
             self.dropped_limits,
-            self.aborts
+            self.aborts,
+            self.cnps
         )
     }
 }
@@ -165,6 +177,7 @@ struct RecvFlow {
     overflow_pkts: u64,
     max_qdepth_pkts: u32,
     last_ce: bool,
+    np: NotificationPoint,
     // delayed ACK state
     pending: u32,
     pending_since: u64,
@@ -303,6 +316,7 @@ impl Receiver {
                     shim_flags: 0,
                     sacks: vec![],
                     hops: vec![],
+                    int_hops: vec![],
                 };
                 self.stats.acks_sent += 1;
                 return Some(AckOut { to: from, len: a.write(ack_buf) });
@@ -332,6 +346,7 @@ impl Receiver {
                     overflow_pkts: 0,
                     max_qdepth_pkts: 0,
                     last_ce: false,
+                    np: NotificationPoint::new(self.cfg.cnp_interval_ns),
                     pending: 0,
                     pending_since: 0,
                     pend_qdepth: 0,
@@ -417,7 +432,9 @@ impl Receiver {
             self.finished.push(f.record(from, h.flow_id, RecvStatus::Complete));
         }
 
-        // ACK decision
+        // ACK decision; DCQCN's notification point sees every data packet
+        // (as the CE counters do)
+        let cnp = f.np.on_arrival(now_ns, ce);
         let ce_changed = ce != f.last_ce;
         f.last_ce = ce;
         f.pend_qdepth = if has_tel { f.pend_qdepth.max(qd) } else { f.pend_qdepth };
@@ -427,6 +444,7 @@ impl Receiver {
             || dup
             || corrupt
             || ce_changed
+            || cnp
             || completed_now
             || f.complete_ns.is_some()
             || h.flags & DF_PROBE != 0
@@ -447,11 +465,19 @@ impl Receiver {
         if corrupt {
             flags |= AF_CORRUPT;
         }
+        if shim.is_int() {
+            flags |= AF_INT;
+        }
+        if cnp {
+            flags |= AF_CNP;
+            self.stats.cnps += 1;
+        }
         // SACK blocks: the block holding this segment first, then the
         // lowest others
-        let AckLists { mut sacks, mut hops } = std::mem::take(&mut self.spare);
+        let AckLists { mut sacks, mut hops, mut int_hops } = std::mem::take(&mut self.spare);
         sacks.clear();
         hops.clear();
+        int_hops.clear();
         let first = f.ooo.containing(h.seq);
         if let Some((a, b)) = first {
             sacks.push(SackBlock { start: a, end: b });
@@ -465,6 +491,7 @@ impl Receiver {
             }
         }
         hops.extend_from_slice(shim.hops());
+        int_hops.extend_from_slice(shim.int_hops());
         let pend_q = f.pend_qdepth;
         let ack = Ack {
             flow_id: h.flow_id,
@@ -483,6 +510,7 @@ impl Receiver {
             shim_flags: shim.flags,
             sacks,
             hops,
+            int_hops,
         };
         if immediate {
             f.pending = 0;
@@ -560,5 +588,126 @@ impl Receiver {
 
     pub fn take_finished(&mut self) -> Vec<RecvFlowRecord> {
         std::mem::take(&mut self.finished)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{DataHeader, AF_CNP, AF_INT, DATA_HDR_LEN, TYPE_DATA};
+    use telemetry::shim::IntHopRecord;
+    use telemetry::Shim;
+
+    const SEED: u64 = 7;
+    const CE: Option<u8> = Some(3);
+    const ECT0: Option<u8> = Some(2);
+
+    fn peer(i: u16) -> SocketAddr {
+        SocketAddr::from(([10, 0, 0, 1], 40000 + i))
+    }
+
+    /// A data packet of flow 1: `len` bytes at `seq` of a 100 000-byte flow.
+    fn data(shim: &Shim, seq: u64, len: usize) -> Vec<u8> {
+        let hdr = DataHeader {
+            ptype: TYPE_DATA,
+            flow_id: 1,
+            seq,
+            flow_size: 100_000,
+            seed: SEED,
+            send_ts_ns: 5,
+            tx_seq: 0,
+            payload_len: len as u16,
+            flags: 0,
+        };
+        let mut b = vec![0u8; shim.len() + DATA_HDR_LEN + len];
+        let o = wire::write_data_prefix(&hdr, shim, &mut b);
+        payload::fill(SEED, seq, &mut b[o..o + len]);
+        b
+    }
+
+    fn record(i: u16) -> IntHopRecord {
+        IntHopRecord {
+            switch_id: i,
+            egress_port: 3,
+            enq_qdepth: 4 + u32::from(i),
+            deq_timedelta_ns: 1_500,
+            egress_ts_ns: 123_456_789_012,
+            qlen_bytes: 9_000,
+            tx_bytes: 0xffff_ff00,
+            rate_kbps: 10_000_000,
+        }
+    }
+
+    #[test]
+    fn echoes_version_2_records() {
+        let mut r = Receiver::new(ReceiverConfig::default());
+        let mut ack = [0u8; wire::MAX_ACK_LEN];
+        let mut shim = Shim::empty_v2();
+        shim.push_int_hop(record(1));
+        shim.push_int_hop(record(2));
+        let a = r.on_datagram(10, peer(0), Some(2), &data(&shim, 0, 1000), &mut ack).unwrap();
+        assert_eq!(a.len, 68 + 2 * 32);
+        let p = Ack::parse(&ack[..a.len]).unwrap();
+        assert!(p.int() && !p.cnp());
+        assert_eq!(p.flags & AF_TELEMETRY, AF_TELEMETRY);
+        assert_eq!(p.int_hops, vec![record(2), record(1)], "newest first, exactly as the switches wrote them");
+        assert_eq!(p.hops, vec![record(2).hop_record(), record(1).hop_record()]);
+        assert_eq!(p.qdepth(), Some(6));
+        // A version-2 shim without records still says so.
+        let a = r.on_datagram(20, peer(0), Some(2), &data(&Shim::empty_v2(), 1000, 1000), &mut ack).unwrap();
+        let p = Ack::parse(&ack[..a.len]).unwrap();
+        assert_eq!((p.flags & AF_INT, p.int_hops.len(), a.len), (AF_INT, 0, 68));
+        // A version-1 flow gets version-1 records, as before.
+        let mut v1 = Shim::empty();
+        v1.push_int_hop(record(1));
+        let a = r.on_datagram(30, peer(1), Some(2), &data(&v1, 0, 1000), &mut ack).unwrap();
+        assert_eq!(a.len, 68 + 20);
+        let p = Ack::parse(&ack[..a.len]).unwrap();
+        assert!(!p.int() && p.int_hops.is_empty());
+        assert_eq!(p.hops, vec![record(1).hop_record()]);
+    }
+
+    /// The CNP flags of the ACKs flow `i` gets for data packets at `times`
+    /// (µs), all with codepoint `tos`.
+    fn cnps(r: &mut Receiver, i: u16, times_us: &[u64], tos: Option<u8>) -> Vec<bool> {
+        let mut ack = [0u8; wire::MAX_ACK_LEN];
+        let mut out = Vec::new();
+        for (k, &t) in times_us.iter().enumerate() {
+            let pkt = data(&Shim::empty(), k as u64 * 1000, 1000);
+            let a = r.on_datagram(1_000_000 + t * 1000, peer(i), tos, &pkt, &mut ack).expect("ACK at once");
+            out.push(Ack::parse(&ack[..a.len]).unwrap().flags & AF_CNP != 0);
+        }
+        out
+    }
+
+    #[test]
+    fn notification_point_sends_at_most_one_cnp_per_interval() {
+        let mut r = Receiver::new(ReceiverConfig::default());
+        assert_eq!(cnps(&mut r, 0, &[0, 10], CE), [true, false], "10 µs apart: one CNP");
+        assert_eq!(cnps(&mut r, 1, &[0, 60], CE), [true, true], "60 µs apart: two");
+        assert_eq!(cnps(&mut r, 2, &[0, 49, 50, 60, 100], CE), [true, false, true, false, true]);
+        assert_eq!(cnps(&mut r, 3, &[0, 100], ECT0), [false, false], "no CE, no CNP");
+        assert_eq!(r.stats.cnps, 1 + 2 + 3);
+        // The interval is the receiver's setting.
+        let mut r = Receiver::new(ReceiverConfig { cnp_interval_ns: 5_000, ..Default::default() });
+        assert_eq!(cnps(&mut r, 0, &[0, 10], CE), [true, true]);
+    }
+
+    #[test]
+    fn a_cnp_is_never_delayed() {
+        // With delayed ACKs a run of CE packets (no CE change after the
+        // first) would wait; the CNP goes out at once.
+        let mut r = Receiver::new(ReceiverConfig { ack_every: 8, ..Default::default() });
+        let mut ack = [0u8; wire::MAX_ACK_LEN];
+        let mut flags = Vec::new();
+        for k in 0..8u64 {
+            let pkt = data(&Shim::empty(), k * 1000, 1000);
+            let got = r.on_datagram(k * 20_000, peer(0), CE, &pkt, &mut ack);
+            flags.push(got.map(|a| Ack::parse(&ack[..a.len]).unwrap().flags & AF_CNP != 0));
+        }
+        // t = 0 µs (CE change, CNP), 20 and 40 (held), 60 (CNP), 80 and
+        // 100 (held), 120 (CNP), 140 (held)
+        assert_eq!(flags, [Some(true), None, None, Some(true), None, None, Some(true), None]);
+        assert_eq!(r.stats.acks_sent, 3);
     }
 }

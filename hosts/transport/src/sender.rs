@@ -7,16 +7,21 @@
 //!   not and until when),
 //! * [`FlowSender::on_ack`] with each parsed ACK of this flow,
 //! * [`FlowSender::on_timer`] whenever [`FlowSender::next_timer`] is due.
+//!
+//! A flow whose algorithm reads in-band telemetry (`cc::reads_int`: HPCC,
+//! PowerTCP) sends a version-2 shim, and the 32-byte records its ACKs echo
+//! reach the algorithm as `AckSample::int_hops`; an ACK that carries a CNP
+//! calls `CongestionControl::on_cnp` first.
 
 use crate::payload;
 use crate::wire::{
     self, Ack, DataHeader, DATA_HDR_LEN, DF_PROBE, DF_RETX, IP_UDP_OVERHEAD, SIZE_UNKNOWN, TYPE_ABORT, TYPE_DATA,
 };
-use cc::{AckSample, CongestionControl, QueueReport};
+use cc::{AckSample, CongestionControl, IntHop, QueueReport};
 use std::collections::{BTreeSet, VecDeque};
 use telemetry::postcard::Postcard;
-use telemetry::shim::{depth_to_packets, HopRecord, SHIM_FIXED_LEN};
-use telemetry::DepthUnit;
+use telemetry::shim::{depth_to_packets, HopRecord, IntHopRecord, SHIM_FIXED_LEN};
+use telemetry::{DepthUnit, Shim};
 
 /// Full-sized packet used to turn 80-byte-cell depths into packets (the
 /// receiver's default `depth_pkt_bytes`).
@@ -31,6 +36,18 @@ pub fn hop_report(h: &HopRecord, unit: DepthUnit) -> QueueReport {
     }
 }
 
+/// A version-2 hop record as the congestion control sees it: times in ns,
+/// the line rate in bits/s.
+pub fn int_hop(h: &IntHopRecord) -> IntHop {
+    IntHop {
+        hop: QueueReport::hop_key(h.switch_id, h.egress_port),
+        qlen_bytes: u64::from(h.qlen_bytes),
+        tx_bytes: h.tx_bytes,
+        ts_ns: h.egress_ts_ns,
+        rate_bps: u64::from(h.rate_kbps) * 1000,
+    }
+}
+
 /// A postcard as the congestion control sees it: its units byte says
 /// whether the depth is packets or a Tofino's 80-byte cells, and whether
 /// its times are µs or ns.
@@ -42,9 +59,25 @@ pub fn postcard_report(p: &Postcard) -> QueueReport {
     }
 }
 
+/// Which telemetry shim a flow's data packets carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ShimChoice {
+    /// Version 2 when the algorithm reads INT (`cc::reads_int` of its
+    /// name), else version 1.
+    #[default]
+    Auto,
+    V1,
+    /// Version 2 whatever the algorithm.
+    V2,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct SenderConfig {
-    /// Payload bytes per packet (<= [`wire::MAX_PAYLOAD_1500`] for a 1500 MTU path).
+    /// Payload bytes per packet (<= [`wire::max_payload_1500`] of the
+    /// flow's shim for a 1500 MTU path: 1336 with version 1, 1288 with
+    /// version 2). A flow with a version-2 shim sends at most
+    /// [`wire::MAX_PAYLOAD_1500_INT`] per packet whatever this says, so
+    /// that four 32-byte records still fit.
     pub mss: usize,
     pub init_rto_ns: u64,
     pub min_rto_ns: u64,
@@ -65,6 +98,8 @@ pub struct SenderConfig {
     pub loss_report: LossReport,
     /// Largest burst (packets) a late pacer may send back to back.
     pub pace_max_burst: u32,
+    /// The telemetry shim of data packets.
+    pub shim: ShimChoice,
 }
 
 impl Default for SenderConfig {
@@ -81,6 +116,7 @@ impl Default for SenderConfig {
             tick_ns: 1_000_000,
             loss_report: LossReport::Every,
             pace_max_burst: 1,
+            shim: ShimChoice::Auto,
         }
     }
 }
@@ -188,6 +224,8 @@ pub struct SenderStats {
     pub max_qdepth_pkts: u32,
     /// Queue reports that arrived out of band (returned postcards).
     pub feed_reports: u64,
+    /// ACKs that carried a CNP (each one `on_cnp` call).
+    pub cnps: u64,
 }
 
 /// What one ACK did (for logging).
@@ -264,6 +302,9 @@ pub struct FlowSender {
     /// The hop reports handed to the algorithm, kept between ACKs so a
     /// sample allocates nothing.
     hop_buf: Vec<QueueReport>,
+    int_buf: Vec<IntHop>,
+    /// The (empty) shim this flow's data packets start with.
+    shim: Shim,
 
     pub stats: SenderStats,
 }
@@ -286,14 +327,24 @@ impl FlowSender {
             FlowSize::Bytes(n) => Some(n),
             FlowSize::Unbounded => None,
         };
+        let int = match cfg.shim {
+            ShimChoice::Auto => cc::reads_int(cc.name()),
+            ShimChoice::V1 => false,
+            ShimChoice::V2 => true,
+        };
         let mut cfg = cfg;
         cfg.mss = cfg.mss.clamp(1, u16::MAX as usize);
+        if int {
+            cfg.mss = cfg.mss.min(wire::MAX_PAYLOAD_1500_INT);
+        }
         FlowSender {
             flow_id,
             seed,
             rto_ns: cfg.init_rto_ns,
             next_tick_ns: now_ns + cfg.tick_ns,
             hop_buf: Vec::new(),
+            int_buf: Vec::new(),
+            shim: if int { Shim::empty_v2() } else { Shim::empty() },
             cfg,
             cc,
             size,
@@ -356,6 +407,14 @@ impl FlowSender {
     }
     pub fn cc_name(&self) -> &'static str {
         self.cc.name()
+    }
+    /// Version of the shim this flow's data packets carry (1 or 2).
+    pub fn shim_version(&self) -> u8 {
+        self.shim.version
+    }
+    /// Payload bytes per full packet.
+    pub fn mss(&self) -> usize {
+        self.cfg.mss
     }
 
     /// Effective pacing rate (bits/s of IP packets), if paced.
@@ -429,7 +488,7 @@ impl FlowSender {
         let n = r.len().min(200).min(out.len().saturating_sub(SHIM_FIXED_LEN + DATA_HDR_LEN));
         let mut h = self.header(self.snd_nxt, n, now_ns, 0);
         h.ptype = TYPE_ABORT;
-        let o = wire::write_data_prefix(&h, out);
+        let o = wire::write_data_prefix(&h, &self.shim, out);
         out[o..o + n].copy_from_slice(&r[..n]);
         o + n
     }
@@ -500,7 +559,7 @@ impl FlowSender {
             None => (self.snd_nxt, 0),
         };
         let hdr = self.header(seq, len, now_ns, flags);
-        let o = wire::write_data_prefix(&hdr, out);
+        let o = wire::write_data_prefix(&hdr, &self.shim, out);
         payload::fill(self.seed, seq, &mut out[o..o + len]);
         self.tx_seq = self.tx_seq.wrapping_add(1);
 
@@ -614,6 +673,11 @@ impl FlowSender {
         }
         self.stats.acks += 1;
         self.ever_acked = true;
+        // A CNP is a packet of its own in RoCEv2, ahead of the ACK.
+        if ack.cnp() {
+            self.stats.cnps += 1;
+            self.cc.on_cnp(now_ns);
+        }
         let mut newly = 0u64;
         let mut pkts = 0u32;
 
@@ -711,10 +775,16 @@ impl FlowSender {
                 v.extend(ack.hops.iter().map(|h| hop_report(h, unit)));
                 v
             },
-            int_hops: Vec::new(),
+            int_hops: {
+                let mut v = std::mem::take(&mut self.int_buf);
+                v.clear();
+                v.extend(ack.int_hops.iter().map(int_hop));
+                v
+            },
         };
         self.cc.on_ack(&sample);
         self.hop_buf = sample.hops;
+        self.int_buf = sample.int_hops;
         if lost > 0 {
             self.stats.lost_pkts_detected += 1;
             if self.loss_every || !self.in_recovery {
@@ -893,7 +963,106 @@ mod tests {
             shim_flags: 0,
             sacks: sacks.iter().map(|&(start, end)| wire::SackBlock { start, end }).collect(),
             hops: vec![],
+            int_hops: vec![],
         }
+    }
+
+    /// Records what reaches the algorithm, in order.
+    #[derive(Default)]
+    struct Log {
+        events: Vec<String>,
+        int_hops: Vec<Vec<IntHop>>,
+        hops: Vec<Vec<QueueReport>>,
+    }
+    struct Recorder(std::sync::Arc<std::sync::Mutex<Log>>);
+    impl CongestionControl for Recorder {
+        fn name(&self) -> &'static str {
+            "recorder"
+        }
+        fn on_ack(&mut self, s: &AckSample) {
+            let mut l = self.0.lock().unwrap();
+            l.events.push(format!("ack {}", s.now_ns));
+            l.int_hops.push(s.int_hops.clone());
+            l.hops.push(s.hops.clone());
+        }
+        fn on_cnp(&mut self, now_ns: u64) {
+            self.0.lock().unwrap().events.push(format!("cnp {now_ns}"));
+        }
+        fn on_loss(&mut self, _: u64, _: u64) {}
+        fn on_rto(&mut self, _: u64) {}
+        fn cwnd_bytes(&self) -> Option<u64> {
+            Some(1 << 20)
+        }
+        fn pacing_rate_bps(&self) -> Option<u64> {
+            None
+        }
+    }
+
+    fn int_record(i: u16) -> IntHopRecord {
+        IntHopRecord {
+            switch_id: i,
+            egress_port: 5,
+            enq_qdepth: 2,
+            deq_timedelta_ns: 2_500,
+            egress_ts_ns: 7_000_000_123 + u64::from(i),
+            qlen_bytes: 3_000 * u32::from(i),
+            tx_bytes: u32::MAX - 10,
+            rate_kbps: 25_000_000,
+        }
+    }
+
+    #[test]
+    fn int_records_reach_the_algorithm_as_int_hops_after_a_cnp() {
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Log::default()));
+        let cfg = SenderConfig { mss: 1000, shim: ShimChoice::V2, ..Default::default() };
+        let mut s = FlowSender::new(1, 5, FlowSize::Bytes(2000), Box::new(Recorder(log.clone())), cfg, 0);
+        assert_eq!(s.shim_version(), 2);
+        let mut buf = vec![0u8; 2048];
+        let Transmit::Packet(t) = s.poll_transmit(10, &mut buf) else { panic!() };
+        assert_eq!((buf[0], t.len), (2, 8 + 48 + 1000), "a version-2 shim, no records yet");
+        let mut a = ack(1000, &[], 10, false);
+        a.flags |= wire::AF_INT | wire::AF_CNP;
+        a.int_hops = vec![int_record(2), int_record(1)];
+        a.hops = a.int_hops.iter().map(IntHopRecord::hop_record).collect();
+        // through the wire, as the datapath gets it
+        let mut b = [0u8; wire::MAX_ACK_LEN];
+        let n = a.write(&mut b);
+        let a = Ack::parse(&b[..n]).unwrap();
+        s.on_ack(500, &a);
+        let l = log.lock().unwrap();
+        assert_eq!(l.events, ["cnp 500", "ack 500"], "the CNP first");
+        assert_eq!(s.stats.cnps, 1);
+        let want = |i: u16| IntHop {
+            hop: (u32::from(i) << 16) | 5,
+            qlen_bytes: 3_000 * u64::from(i),
+            tx_bytes: u32::MAX - 10,
+            ts_ns: 7_000_000_123 + u64::from(i),
+            rate_bps: 25_000_000_000,
+        };
+        assert_eq!(l.int_hops[0], [want(2), want(1)], "newest first, ns, bits/s");
+        // and the version-1 view as queue reports, as before
+        assert_eq!(l.hops[0].len(), 2);
+        assert_eq!((l.hops[0][0].hop, l.hops[0][0].depth_pkts, l.hops[0][0].at_us), ((2 << 16) | 5, 2.0, 7_000_000 - 2));
+    }
+
+    #[test]
+    fn the_algorithm_picks_the_shim_and_the_payload_size() {
+        let path = cc::PathInfo { mss: 1288, line_rate_bps: Some(10_000_000_000), init_cwnd_pkts: 10 };
+        let mut buf = vec![0u8; 2048];
+        for (name, version, mss) in [("hpcc", 2, 1288), ("powertcp", 2, 1288), ("dcqcn", 1, 1336), ("dctcp", 1, 1336)] {
+            let algo = cc::by_name(name, &[], &path).unwrap();
+            let mut s = FlowSender::new(1, 5, FlowSize::Unbounded, algo, SenderConfig::default(), 0);
+            assert_eq!((s.shim_version(), s.mss()), (version, mss), "{name}");
+            let Transmit::Packet(t) = s.poll_transmit(0, &mut buf) else { panic!("{name}") };
+            assert_eq!((buf[0], t.payload_len), (version, mss), "{name}");
+        }
+        // Forced either way; a smaller MSS stays.
+        let cfg = SenderConfig { shim: ShimChoice::V1, ..Default::default() };
+        let s = FlowSender::new(1, 5, FlowSize::Unbounded, cc::by_name("hpcc", &[], &path).unwrap(), cfg, 0);
+        assert_eq!((s.shim_version(), s.mss()), (1, 1336));
+        let cfg = SenderConfig { shim: ShimChoice::V2, mss: 900, ..Default::default() };
+        let s = FlowSender::new(1, 5, FlowSize::Unbounded, Box::new(Fixed(1 << 20)), cfg, 0);
+        assert_eq!((s.shim_version(), s.mss()), (2, 900));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! docs/transport.md for the byte-by-byte tables.
 
 use telemetry::be::{be16, be32, be64};
-use telemetry::shim::{HopRecord, HOP_LEN, MAX_HOPS, SHIM_FIXED_LEN, SHIM_ROOM};
+use telemetry::postcard::TimeUnit;
+use telemetry::shim::{HopRecord, IntHopRecord, HOP_LEN, INT_HOP_LEN, MAX_HOPS, SHIM_FIXED_LEN, SHIM_ROOM, SHIM_ROOM_INT};
 use telemetry::{DepthUnit, Shim, ShimError};
 use thiserror::Error;
 
@@ -19,13 +20,29 @@ pub const DATA_HDR_LEN: usize = 48;
 pub const ACK_FIXED_LEN: usize = 68;
 pub const SACK_BLOCK_LEN: usize = 16;
 pub const MAX_SACK_BLOCKS: usize = 8;
-pub const MAX_ACK_LEN: usize = ACK_FIXED_LEN + MAX_SACK_BLOCKS * SACK_BLOCK_LEN + MAX_HOPS * HOP_LEN;
+/// Largest ACK: eight SACK blocks and four 32-byte version-2 hop records,
+/// 68 + 128 + 128 = 324 bytes.
+pub const MAX_ACK_LEN: usize = ACK_FIXED_LEN + MAX_SACK_BLOCKS * SACK_BLOCK_LEN + MAX_HOPS * INT_HOP_LEN;
 
 /// UDP payload limit with a 1500-byte MTU (1500 - 20 IP - 8 UDP).
 pub const MAX_UDP_PAYLOAD_1500: usize = 1472;
 /// Largest payload per data packet with a 1500-byte MTU, leaving room for
-/// the shim and four hop records: 1472 - 8 - 80 - 48 = 1336.
+/// the shim and four version-1 hop records: 1472 - 8 - 80 - 48 = 1336.
 pub const MAX_PAYLOAD_1500: usize = MAX_UDP_PAYLOAD_1500 - SHIM_FIXED_LEN - SHIM_ROOM - DATA_HDR_LEN;
+/// The same for a flow with a version-2 (INT) shim, whose four 32-byte
+/// records need 128 bytes: 1472 - 8 - 128 - 48 = 1288.
+pub const MAX_PAYLOAD_1500_INT: usize = MAX_UDP_PAYLOAD_1500 - SHIM_FIXED_LEN - SHIM_ROOM_INT - DATA_HDR_LEN;
+
+/// Largest payload per packet with a 1500-byte MTU for a flow whose shim
+/// is version 2 (`int_telemetry`, what `cc::reads_int` says of its
+/// algorithm) or version 1.
+pub const fn max_payload_1500(int_telemetry: bool) -> usize {
+    if int_telemetry {
+        MAX_PAYLOAD_1500_INT
+    } else {
+        MAX_PAYLOAD_1500
+    }
+}
 /// IPv4 + UDP header bytes.
 pub const IP_UDP_OVERHEAD: usize = 28;
 
@@ -43,6 +60,13 @@ pub const AF_CE: u8 = 0x02;
 pub const AF_TELEMETRY: u8 = 0x04;
 pub const AF_DUP: u8 = 0x08;
 pub const AF_CORRUPT: u8 = 0x10;
+/// The hop records are 32-byte version-2 (INT) records, times in ns (the
+/// trigger carried a version-2 shim); without it they are 20-byte
+/// version-1 records, times in µs.
+pub const AF_INT: u8 = 0x20;
+/// A congestion notification: the receiver's DCQCN notification point
+/// fired on this CE-marked trigger (at most one per flow per interval).
+pub const AF_CNP: u8 = 0x40;
 
 /// `qdepth_pkts` value meaning "no telemetry".
 pub const NO_QDEPTH: u32 = u32::MAX;
@@ -162,9 +186,10 @@ pub fn parse_data(b: &[u8]) -> Result<DataPacket<'_>, WireError> {
     Ok(DataPacket { shim, hdr, payload })
 }
 
-/// Writes an empty shim and `hdr`; the payload goes at the returned offset.
-pub fn write_data_prefix(hdr: &DataHeader, b: &mut [u8]) -> usize {
-    let n = Shim::empty().write(b);
+/// Writes `shim` (a sender's is empty: [`Shim::empty`] or
+/// [`Shim::empty_v2`]) and `hdr`; the payload goes at the returned offset.
+pub fn write_data_prefix(hdr: &DataHeader, shim: &Shim, b: &mut [u8]) -> usize {
+    let n = shim.write(b);
     hdr.write(&mut b[n..n + DATA_HDR_LEN]);
     n + DATA_HDR_LEN
 }
@@ -180,6 +205,7 @@ pub struct SackBlock {
 pub struct AckLists {
     pub sacks: Vec<SackBlock>,
     pub hops: Vec<HopRecord>,
+    pub int_hops: Vec<IntHopRecord>,
 }
 
 /// An acknowledgement (receiver -> sender, no shim).
@@ -207,19 +233,34 @@ pub struct Ack {
     pub depth_unit: u8,
     pub shim_flags: u8,
     pub sacks: Vec<SackBlock>,
-    /// Hop records of the triggering packet, newest first.
+    /// Hop records of the triggering packet, newest first, version-1 view
+    /// (µs). With [`AF_INT`] they are the view of `int_hops` (what is on
+    /// the wire), and only `int_hops` is written.
     pub hops: Vec<HopRecord>,
+    /// With [`AF_INT`]: the trigger's version-2 records, newest first,
+    /// times in ns; empty otherwise.
+    pub int_hops: Vec<IntHopRecord>,
 }
 
 impl Ack {
     pub fn encoded_len(&self) -> usize {
-        ACK_FIXED_LEN + self.sacks.len().min(MAX_SACK_BLOCKS) * SACK_BLOCK_LEN + self.hops.len().min(MAX_HOPS) * HOP_LEN
+        let (nh, rl) = self.hop_layout();
+        ACK_FIXED_LEN + self.sacks.len().min(MAX_SACK_BLOCKS) * SACK_BLOCK_LEN + nh * rl
+    }
+
+    /// Hop records written and their length.
+    fn hop_layout(&self) -> (usize, usize) {
+        if self.int() {
+            (self.int_hops.len().min(MAX_HOPS), INT_HOP_LEN)
+        } else {
+            (self.hops.len().min(MAX_HOPS), HOP_LEN)
+        }
     }
 
     /// Encodes into `b` (at least [`MAX_ACK_LEN`] bytes); returns the length.
     pub fn write(&self, b: &mut [u8]) -> usize {
         let ns = self.sacks.len().min(MAX_SACK_BLOCKS);
-        let nh = self.hops.len().min(MAX_HOPS);
+        let (nh, rl) = self.hop_layout();
         b[0..2].copy_from_slice(&MAGIC);
         b[2] = VERSION;
         b[3] = TYPE_ACK;
@@ -247,9 +288,16 @@ impl Ack {
             b[o + 8..o + 16].copy_from_slice(&s.end.to_be_bytes());
             o += SACK_BLOCK_LEN;
         }
-        for h in &self.hops[..nh] {
-            h.write(&mut b[o..o + HOP_LEN]);
-            o += HOP_LEN;
+        if self.int() {
+            for h in &self.int_hops[..nh] {
+                h.write(&mut b[o..o + rl]);
+                o += rl;
+            }
+        } else {
+            for h in &self.hops[..nh] {
+                h.write(&mut b[o..o + rl]);
+                o += rl;
+            }
         }
         o
     }
@@ -260,7 +308,7 @@ impl Ack {
 
     /// The ACK's SACK and hop lists, for the next ACK to fill.
     pub fn into_lists(self) -> AckLists {
-        AckLists { sacks: self.sacks, hops: self.hops }
+        AckLists { sacks: self.sacks, hops: self.hops, int_hops: self.int_hops }
     }
 
     /// [`Ack::parse`] into the lists of an ACK done with
@@ -286,14 +334,18 @@ impl Ack {
         if nh as usize > MAX_HOPS {
             return Err(WireError::TooManyHops(nh));
         }
-        let need = ACK_FIXED_LEN + ns as usize * SACK_BLOCK_LEN + nh as usize * HOP_LEN;
+        let flags = b[28];
+        let int = flags & AF_INT != 0;
+        let rl = if int { INT_HOP_LEN } else { HOP_LEN };
+        let need = ACK_FIXED_LEN + ns as usize * SACK_BLOCK_LEN + nh as usize * rl;
         if b.len() != need {
             return Err(WireError::BadLength { claimed: need, have: b.len() });
         }
         let mut o = ACK_FIXED_LEN;
-        let AckLists { mut sacks, mut hops } = spare;
+        let AckLists { mut sacks, mut hops, mut int_hops } = spare;
         sacks.clear();
         hops.clear();
+        int_hops.clear();
         for _ in 0..ns {
             let s = SackBlock { start: be64(b, o), end: be64(b, o + 8) };
             if s.end <= s.start {
@@ -303,15 +355,22 @@ impl Ack {
             o += SACK_BLOCK_LEN;
         }
         for _ in 0..nh {
-            hops.push(HopRecord::parse(&b[o..o + HOP_LEN]).ok_or(WireError::TooShort { have: b.len(), need })?);
-            o += HOP_LEN;
+            let rec = &b[o..o + rl];
+            if int {
+                let h = IntHopRecord::parse(rec, TimeUnit::Nanos).ok_or(WireError::TooShort { have: b.len(), need })?;
+                hops.push(h.hop_record());
+                int_hops.push(h);
+            } else {
+                hops.push(HopRecord::parse(rec).ok_or(WireError::TooShort { have: b.len(), need })?);
+            }
+            o += rl;
         }
         Ok(Ack {
             flow_id: be32(b, 4),
             cum_ack: be64(b, 8),
             echo_ts_ns: be64(b, 16),
             echo_tx_seq: be32(b, 24),
-            flags: b[28],
+            flags,
             ecn: b[29] & 0x3,
             ce_pkts: be32(b, 32),
             data_pkts: be32(b, 36),
@@ -323,11 +382,20 @@ impl Ack {
             shim_flags: b[65],
             sacks,
             hops,
+            int_hops,
         })
     }
 
     pub fn complete(&self) -> bool {
         self.flags & AF_COMPLETE != 0
+    }
+    /// The hop records are version-2 (INT) records.
+    pub fn int(&self) -> bool {
+        self.flags & AF_INT != 0
+    }
+    /// The receiver's notification point sent a CNP with this ACK.
+    pub fn cnp(&self) -> bool {
+        self.flags & AF_CNP != 0
     }
     pub fn qdepth(&self) -> Option<u32> {
         (self.qdepth_pkts != NO_QDEPTH).then_some(self.qdepth_pkts)
@@ -354,7 +422,12 @@ mod tests {
     #[test]
     fn max_payload() {
         assert_eq!(MAX_PAYLOAD_1500, 1336);
-        assert_eq!(MAX_ACK_LEN, 68 + 128 + 80);
+        assert_eq!(MAX_PAYLOAD_1500_INT, 1288);
+        assert_eq!((max_payload_1500(false), max_payload_1500(true)), (1336, 1288));
+        assert_eq!(MAX_ACK_LEN, 68 + 128 + 128);
+        // A full packet after four hops is exactly 1472 UDP bytes either way.
+        assert_eq!(8 + 4 * 20 + DATA_HDR_LEN + MAX_PAYLOAD_1500, MAX_UDP_PAYLOAD_1500);
+        assert_eq!(8 + 4 * 32 + DATA_HDR_LEN + MAX_PAYLOAD_1500_INT, MAX_UDP_PAYLOAD_1500);
     }
 
     #[test]
@@ -371,7 +444,7 @@ mod tests {
             flags: DF_RETX,
         };
         let mut b = [0u8; 100];
-        let o = write_data_prefix(&h, &mut b);
+        let o = write_data_prefix(&h, &Shim::empty(), &mut b);
         assert_eq!(o, 56);
         b[o..o + 5].copy_from_slice(b"hello");
         let p = parse_data(&b[..o + 5]).unwrap();
@@ -380,6 +453,12 @@ mod tests {
         assert_eq!(p.shim, Shim::empty());
         assert!(matches!(parse_data(&b[..o + 4]), Err(WireError::BadLength { .. })));
         assert!(matches!(parse_data(&b[..o + 6]), Err(WireError::BadLength { .. })));
+        // The same with a version-2 shim: same length, byte 0 = 2.
+        let o = write_data_prefix(&h, &Shim::empty_v2(), &mut b);
+        assert_eq!((o, b[0]), (56, 2));
+        b[o..o + 5].copy_from_slice(b"hello");
+        let p = parse_data(&b[..o + 5]).unwrap();
+        assert_eq!((p.hdr, p.shim), (h, Shim::empty_v2()));
     }
 
     #[test]
@@ -401,6 +480,7 @@ mod tests {
             shim_flags: 1,
             sacks: vec![SackBlock { start: 10, end: 20 }, SackBlock { start: 30, end: 40 }],
             hops: vec![HopRecord { switch_id: 1, egress_port: 2, enq_qdepth: 3, deq_timedelta_us: 4, egress_ts_us: 5 }],
+            int_hops: vec![],
         };
         let mut b = [0u8; MAX_ACK_LEN];
         let n = a.write(&mut b);
@@ -411,8 +491,96 @@ mod tests {
             assert!(Ack::parse(&b[..k]).is_err());
         }
         // Lists of an earlier, longer ACK leave nothing behind.
-        let spare = AckLists { sacks: vec![SackBlock { start: 1, end: 2 }; 5], hops: vec![HopRecord::default(); 4] };
+        let spare = AckLists {
+            sacks: vec![SackBlock { start: 1, end: 2 }; 5],
+            hops: vec![HopRecord::default(); 4],
+            int_hops: vec![IntHopRecord::default(); 4],
+        };
         assert_eq!(Ack::parse_reusing(&b[..n], spare).unwrap(), a);
+    }
+
+    fn int_record(i: u16) -> IntHopRecord {
+        IntHopRecord {
+            switch_id: i,
+            egress_port: 2,
+            enq_qdepth: 3,
+            deq_timedelta_ns: 4_321,
+            egress_ts_ns: 5_000_000_123,
+            qlen_bytes: 6_000,
+            tx_bytes: u32::MAX - 1,
+            rate_kbps: 25_000_000,
+        }
+    }
+
+    fn int_ack(n: u16) -> Ack {
+        let int_hops: Vec<IntHopRecord> = (0..n).map(|i| int_record(10 + i)).collect();
+        Ack {
+            flow_id: 9,
+            cum_ack: 1288,
+            echo_ts_ns: 3,
+            echo_tx_seq: 4,
+            flags: AF_INT | AF_CNP | AF_CE | AF_TELEMETRY,
+            ecn: 3,
+            ce_pkts: 1,
+            data_pkts: 1,
+            ce_bytes: 1288,
+            rcvd_bytes: 1288,
+            qdepth_pkts: 3,
+            raw_max_qdepth: 3,
+            depth_unit: 0,
+            shim_flags: 0,
+            sacks: vec![SackBlock { start: 2576, end: 3864 }],
+            hops: int_hops.iter().map(IntHopRecord::hop_record).collect(),
+            int_hops,
+        }
+    }
+
+    #[test]
+    fn ack_with_int_records_roundtrip() {
+        for n in 0..=4 {
+            let a = int_ack(n);
+            let mut b = [0u8; MAX_ACK_LEN];
+            let len = a.write(&mut b);
+            assert_eq!(len, 68 + 16 + 32 * n as usize);
+            assert_eq!(len, a.encoded_len());
+            assert_eq!((b[28] & (AF_INT | AF_CNP), b[31]), (AF_INT | AF_CNP, n as u8));
+            let p = Ack::parse(&b[..len]).unwrap();
+            assert_eq!(p, a);
+            assert!(p.int() && p.cnp());
+            if n > 0 {
+                // ns exactly, and the µs view next to it
+                assert_eq!(p.int_hops[0], int_record(10));
+                assert_eq!((p.hops[0].deq_timedelta_us, p.hops[0].egress_ts_us), (4, 5_000_000));
+            }
+            // Every prefix and every longer buffer is an error.
+            for k in 0..len {
+                assert!(Ack::parse(&b[..k]).is_err(), "{n} records, prefix {k}");
+            }
+            assert!(matches!(Ack::parse(&b[..len + 1]), Err(WireError::BadLength { .. })));
+            // The flag decides the record length: without it the bytes
+            // are read as 20-byte records, which do not add up.
+            if n > 0 {
+                let mut c = b;
+                c[28] &= !AF_INT;
+                assert!(matches!(Ack::parse(&c[..len]), Err(WireError::BadLength { .. })));
+            }
+            // Reused lists of a v1 ACK hold nothing of it afterwards.
+            let spare = AckLists { sacks: vec![], hops: vec![HopRecord::default(); 3], int_hops: vec![] };
+            assert_eq!(Ack::parse_reusing(&b[..len], spare).unwrap(), a);
+        }
+        // The largest ACK fits MAX_ACK_LEN.
+        let mut a = int_ack(4);
+        a.sacks = (0..8).map(|i| SackBlock { start: 10 * i + 1, end: 10 * i + 5 }).collect();
+        let mut b = [0u8; MAX_ACK_LEN];
+        assert_eq!(a.write(&mut b), MAX_ACK_LEN);
+        assert_eq!(Ack::parse(&b).unwrap(), a);
+        // An INT ACK's v1 records are not written (only int_hops are).
+        let mut v1 = int_ack(2);
+        v1.flags &= !AF_INT;
+        v1.int_hops.clear();
+        let len = v1.write(&mut b);
+        assert_eq!(len, 68 + 16 + 2 * 20);
+        assert_eq!(Ack::parse(&b[..len]).unwrap(), v1);
     }
 
     #[test]
@@ -443,6 +611,25 @@ mod tests {
                 buf[0..2].copy_from_slice(&MAGIC);
                 buf[2] = VERSION;
                 buf[3] = TYPE_ACK;
+                if len > 68 {
+                    // plausible counts, INT records or not
+                    buf[30] = (x % 9) as u8;
+                    buf[31] = (x >> 8) as u8 % 5;
+                    if round % 10 == 0 {
+                        buf[28] |= AF_INT;
+                    }
+                }
+            }
+            if round % 7 == 0 && len > 64 {
+                buf[0] = 2;
+                buf[1] = (x % 6) as u8;
+                buf[3] = [0x00, 0x10, 0x11][(x % 3) as usize];
+                let o = 8 + (buf[1] as usize).min(4) * 32;
+                if o + 4 < len {
+                    buf[o..o + 2].copy_from_slice(&MAGIC);
+                    buf[o + 2] = VERSION;
+                    buf[o + 3] = TYPE_DATA;
+                }
             }
             let _ = parse_data(&buf[..len]);
             let _ = Ack::parse(&buf[..len]);
