@@ -71,7 +71,8 @@ def command(a: Agent, ip, out: Path, start_unix_ns: int, rt_prio: int | None = N
     kernel = a.datapath == "kernel"
     args = ["gen", "--datapath", "tcp" if kernel else "udp", "--cc", a.cc,
             "--start-at-unix-ns", str(start_unix_ns), "--flow-id-base", str(a.flow_id_base),
-            "--seed", str(a.seed), "--out", str(out), "--rtt-every", str(a.rtt_every)]
+            "--seed", str(a.seed), "--out", str(out), "--rtt-every", str(a.rtt_every),
+            "--bin-ms", f"{a.bin_ms:g}"]
     if not kernel:
         args += [x for k, v in a.cc_params.items() for x in ("--cc-param", f"{k}={v}")]
         if a.line_rate_bps:

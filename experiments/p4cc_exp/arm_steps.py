@@ -19,13 +19,19 @@ class ExecutorError(RuntimeError):
     """A run cannot start or went wrong (one line)."""
 
 
+def read_name(at_s: float) -> str:
+    """The key of a counter reading the plan asks for at ``at_s``."""
+    return f"at_{at_s:g}s"
+
+
 def schedule(arm: ArmPlan) -> list[tuple[float, str, object]]:
     """What happens when, in seconds from the traffic start: the plan's
-    events, and the counter readings after the warm-up and just before
-    the end."""
+    events, and the counter readings after the warm-up, at the plan's
+    extra instants (Measure.reads_at_s) and just before the end."""
     margin = min(END_MARGIN_S, (arm.end_s() - arm.warmup_s) / 10)
     return sorted([(e.at_s, "event", e) for e in arm.events]
                   + [(arm.warmup_s, "read", "start")]
+                  + [(t, "read", read_name(t)) for t in arm.measure.reads_at_s]
                   + [(arm.end_s() - margin, "read", "end")], key=lambda x: x[0])
 
 

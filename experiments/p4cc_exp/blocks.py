@@ -21,7 +21,9 @@ SAMPLE_BUDGET_S = 120.0
 LABELS = {"timely": "TIMELY", "oracle-timely": "oracle TIMELY",
           "oracle-timely-seed": "oracle TIMELY (seed law)", "vegas": "Vegas",
           "dctcp": "DCTCP", "cubic": "Cubic", "reno": "Reno", "pcc": "PCC Allegro",
-          "pcc-allegro": "PCC Allegro", "pcc-vivace": "PCC Vivace"}
+          "pcc-allegro": "PCC Allegro", "pcc-vivace": "PCC Vivace", "hpcc": "HPCC",
+          "powertcp": "PowerTCP", "theta-powertcp": "θ-PowerTCP", "swift": "Swift",
+          "dcqcn": "DCQCN", "bbr": "BBRv1", "bbr3": "BBRv3"}
 
 
 def cc_label(cc: str) -> str:
@@ -89,13 +91,14 @@ def receiver(host: str, datapath: str, cc: str | None = None) -> Agent:
 
 def long_sender(host: str, dst: str, cc: str, datapath: str, start_s: float, stop_s: float,
                 flow_id: int, seed: int, cc_params: dict | None = None, ecn: bool = True,
-                line_rate_bps: int | None = None, init_cwnd_pkts: int | None = None) -> Agent:
+                line_rate_bps: int | None = None, init_cwnd_pkts: int | None = None,
+                bin_ms: float = 10.0) -> Agent:
     """One long flow from ``host`` to ``dst`` over [start_s, stop_s)."""
     return Agent(host, "sender", datapath=datapath, cc=cc,
                  cc_params=dict(cc_params or {}) if datapath == "user" else {}, ecn=ecn,
                  workload=Workload("long", flows=(FlowWindow(dst, start_s, stop_s),)),
                  flow_id_base=flow_id, seed=seed, line_rate_bps=line_rate_bps,
-                 init_cwnd_pkts=init_cwnd_pkts)
+                 init_cwnd_pkts=init_cwnd_pkts, bin_ms=bin_ms)
 
 
 def long_flows(topo: Topology, senders: list[str], dst: str, ccs, datapath: str,

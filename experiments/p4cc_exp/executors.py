@@ -220,7 +220,7 @@ class NamespaceLab:
                 monitor.start([p.pid for p in waiting + senders]
                               + [s.proc.pid for s in net.switches.values() if s.proc]
                               + [l.proc.pid for l in net.link_procs.values() if l.proc])
-            else:
+            elif item == "end":
                 monitor.end()
                 monitor.switches(eps)
                 monitor.links({n: l.admin_addr for n, l in net.link_procs.items()},

@@ -65,10 +65,38 @@ def goodput_between(sender_dir, t0: float, t1: float) -> float:
     return total * 8 / (t1 - t0) / 1e6 if t1 > t0 else float("nan")
 
 
+def utilisation_between(r: dict, first: str, last: str, rate_bps: float) -> float:
+    """How busy the measured port was between two of the arm's counter
+    readings (names in measure.json: start, end, and arm_steps.read_name
+    of the plan's extra instants), as utilisation() judges it."""
+    reads = r.get("reads") or {}
+    try:
+        a, b = reads[first], reads[last]
+        pa, pb = a["ports"][r["queue_key"]], b["ports"][r["queue_key"]]
+    except (KeyError, TypeError):
+        return float("nan")
+    if "wire_unix_ns" in pa and "wire_unix_ns" in pb:
+        window = (pb["wire_unix_ns"] - pa["wire_unix_ns"]) / 1e9
+    else:
+        window = (b["unix_ns"] - a["unix_ns"]) / 1e9
+    from .results import sent_bytes
+    part = {"window_s": window, "tx_bytes": sent_bytes(pa, pb),
+            "tx_packets": pb.get("tx_packets", 0) - pa.get("tx_packets", 0),
+            "rate_pps": r.get("rate_pps")}
+    return utilisation(part, rate_bps)
+
+
 def utilisation(r: dict, rate_bps: float) -> float:
-    """Bytes the measured port sent between the two counter readings, as a
-    fraction of its line rate."""
-    return r["tx_bytes"] * 8 / (rate_bps * r["window_s"]) if r["window_s"] > 0 else 0.0
+    """How busy the measured port was between the two counter readings:
+    the bytes it sent as a fraction of its line rate — or, where the target
+    shapes in frames per second (bmv2), the frames it sent as a fraction of
+    that rate, since frames shorter than the full-sized one the rate was
+    converted at leave bits unused however busy the port is."""
+    if r["window_s"] <= 0:
+        return 0.0
+    if r.get("rate_pps") and r.get("tx_packets"):
+        return r["tx_packets"] / (r["rate_pps"] * r["window_s"])
+    return r["tx_bytes"] * 8 / (rate_bps * r["window_s"])
 
 
 def arm_summary(p: dict, r: dict) -> dict:

@@ -5,6 +5,8 @@ from .defs.dctcp_convergence import DctcpConvergence
 from .defs.dctcp_queue import DctcpQueue
 from .defs.dctcp_theory import DctcpTheory
 from .defs.fct import Fct
+from .defs.int_fairness import IntFairness
+from .defs.int_incast import IntIncast
 from .defs.oracle_signal import OracleSignal
 from .defs.pcc_convergence import PccConvergence
 from .defs.pcc_fct import PccFct
@@ -15,7 +17,7 @@ from .defs.pcc_satellite import PccSatellite
 from .defs.pcc_shallow import PccShallow
 from .defs.timely_incast import TimelyIncast
 
-EXPERIMENTS = {e.id: e for e in (DctcpQueue(), DctcpTheory(), DctcpConvergence(), TimelyIncast(), OracleSignal(), PccLossy(), PccShallow(), PccSatellite(), PccConvergence(), PccFriendliness(), PccRttFairness(), PccFct(), Fct())}
+EXPERIMENTS = {e.id: e for e in (DctcpQueue(), DctcpTheory(), DctcpConvergence(), TimelyIncast(), OracleSignal(), PccLossy(), PccShallow(), PccSatellite(), PccConvergence(), PccFriendliness(), PccRttFairness(), PccFct(), Fct(), IntIncast(), IntFairness())}
 
 
 def get(name: str):

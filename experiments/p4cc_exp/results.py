@@ -20,10 +20,13 @@ def arm_result(outdir: Path, arm: ArmPlan) -> dict:
     """The measured facts of one arm:
 
     outdir, label, settings; senders (the senders' folders, in plan order);
-    port and switch_id of the measured queue; tx_bytes and ce_marks of that
-    port between the two counter readings, window_s between them (between
-    the two wire readings where real time stamped them), and
-    window_unix_ns, the readings' times (None without both readings).
+    port and switch_id of the measured queue; tx_bytes, tx_packets and
+    ce_marks of that port between the two counter readings, window_s
+    between them (between the two wire readings where real time stamped
+    them), and window_unix_ns, the readings' times (None without both
+    readings); rate_pps, the port's rate in frames/s where the target
+    shapes it so (bmv2: logs/switches.json, what the controller applied),
+    else None.
     """
     outdir = Path(outdir)
     try:
@@ -34,8 +37,11 @@ def arm_result(outdir: Path, arm: ArmPlan) -> dict:
     out = {"outdir": str(outdir), "label": arm.label, "settings": dict(arm.settings),
            "senders": [a.folder for a in arm.senders()],
            "port": q.port if q else None, "switch_id": arm.measure.queue_switch_id,
-           "tx_bytes": 0, "ce_marks": 0, "window_s": float(m.get("window_s", 0.0)),
-           "window_unix_ns": None, "complete": bool(m)}
+           "tx_bytes": 0, "tx_packets": 0, "ce_marks": 0,
+           "window_s": float(m.get("window_s", 0.0)), "window_unix_ns": None,
+           "complete": bool(m), "rate_pps": applied_rate_pps(outdir, q) if q else None,
+           "reads": m.get("reads", {}), "t0_unix_ns": m.get("t0_unix_ns"),
+           "queue_key": q.key() if q else None}
     reads = m.get("reads", {})
     try:
         out["window_unix_ns"] = (int(reads["start"]["unix_ns"]), int(reads["end"]["unix_ns"]))
@@ -45,7 +51,21 @@ def arm_result(outdir: Path, arm: ArmPlan) -> dict:
         a, b = reads["start"]["ports"].get(q.key()), reads["end"]["ports"].get(q.key())
         if a and b:
             out["tx_bytes"] = sent_bytes(a, b)
+            out["tx_packets"] = b.get("tx_packets", 0) - a.get("tx_packets", 0)
             out["ce_marks"] = b["ce_marks"] - a["ce_marks"]
             if "wire_unix_ns" in a and "wire_unix_ns" in b:
                 out["window_s"] = (b["wire_unix_ns"] - a["wire_unix_ns"]) / 1e9
     return out
+
+
+def applied_rate_pps(outdir: Path, q) -> float | None:
+    """The frames/s rate the controller set on the measured port, where
+    the target shapes in frames (bmv2's set_queue_rate), from the arm's
+    logs/switches.json; None where it shapes in bits or nothing says."""
+    try:
+        d = json.loads((Path(outdir) / "logs" / "switches.json").read_text())
+        link = d["applied"][q.switch]["ports"][str(q.port)].get("link") or {}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    pps = link.get("rate_pps")
+    return float(pps) if pps else None

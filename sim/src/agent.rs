@@ -284,7 +284,8 @@ impl Agent {
                 cc::by_name(&name, &params, &path).map_err(|e| SimError::Plan(format!("agent on {}: {e}", spec.host)))?;
                 let make = move |f: &traffic::FlowSpec| cc::for_flow(&name, &params, &path, f.seed).map_err(|e| e.to_string());
                 let port = SENDER_PORT_BASE + index as u16;
-                let logger = FlowLogger::create(&dir, BIN_NS, spec.rtt_every.max(1), false)
+                let bin_ns = if spec.bin_ms > 0.0 { (spec.bin_ms * 1e6) as u64 } else { BIN_NS };
+                let logger = FlowLogger::create(&dir, bin_ns, spec.rtt_every.max(1), false)
                     .map_err(|e| SimError::Output(e.to_string()))?;
                 let label = match spec.datapath.as_str() {
                     "kernel" => format!("{} (kernel TCP modelled by p4cc's transport)", spec.cc.clone().unwrap_or_default()),

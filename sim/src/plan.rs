@@ -129,10 +129,17 @@ pub struct Agent {
     pub out: String,
     #[serde(default = "one")]
     pub rtt_every: u64,
+    /// Throughput bins of tput.csv, ms.
+    #[serde(default = "ten")]
+    pub bin_ms: f64,
 }
 
 fn one() -> u64 {
     1
+}
+
+fn ten() -> f64 {
+    10.0
 }
 
 impl Agent {

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .model import Topology, TopologyError
-from .units import (UnitError, format_delay, format_loss, format_rate, parse_delay, parse_loss,
-                    parse_pkts, parse_rate)
+from .units import (UnitError, format_delay, format_loss, format_rate, format_red, parse_delay,
+                    parse_loss, parse_pkts, parse_rate, parse_red)
 
 __all__ = ["GENERATORS", "BUILTIN_DIR", "dumbbell", "star", "wishbone", "parking_lot",
            "load_topology", "list_builtins"]
@@ -56,7 +56,8 @@ def _per_host(value, n: int, parse, what: str) -> list:
     return [_opt(parse, value)] * n
 
 
-def _link(a: str, b: str, rate=None, delay=None, buffer=None, k=None, loss=None) -> dict:
+def _link(a: str, b: str, rate=None, delay=None, buffer=None, k=None, loss=None,
+          red=None) -> dict:
     d: dict[str, Any] = {"endpoints": [a, b]}
     if rate is not None:
         d["rate_bps"] = format_rate(rate)
@@ -68,6 +69,8 @@ def _link(a: str, b: str, rate=None, delay=None, buffer=None, k=None, loss=None)
         d["ecn_k_pkts"] = k
     if loss:
         d["loss"] = format_loss(loss)
+    if red is not None:
+        d["ecn_red"] = format_red(red)
     return d
 
 
@@ -133,10 +136,11 @@ def dumbbell(n_senders: int = 2, bottleneck_bps="100Mbps", access_bps="100Mbps",
 
 
 def star(n_hosts: int = 11, rate_bps="50Mbps", delay_us="10us", buffer_pkts=None,
-         ecn_k_pkts=None, loss=0, collector: bool = True) -> Topology:
+         ecn_k_pkts=None, loss=0, collector: bool = True, ecn_red=None) -> Topology:
     """N hosts h1..hN on switch s1, every link alike (TIMELY incast: 11 hosts,
     50 Mbps, 10 µs). Role ``receiver`` is h1, ``senders`` the rest; the queue
-    properties apply to every switch port (the incast queue is h1's)."""
+    properties apply to every switch port (the incast queue is h1's);
+    ``ecn_red`` ("KMIN-KMAX/PMAX") marks by RED instead of a step at K."""
     params = dict(locals())
     n = _check_n("n_hosts", n_hosts, 2, 250)
 
@@ -146,8 +150,9 @@ def star(n_hosts: int = 11, rate_bps="50Mbps", delay_us="10us", buffer_pkts=None
         b = _opt(lambda v: parse_pkts(v, "buffer_pkts", 1), buffer_pkts)
         k = _opt(lambda v: parse_pkts(v, "ecn_k_pkts"), ecn_k_pkts)
         p = parse_loss(loss or 0)
+        red = _opt(parse_red, ecn_red)
         hosts = [{"name": f"h{i}", "ip": f"10.0.0.{i}/24"} for i in range(1, n + 1)]
-        links = [_link(f"h{i}", "s1", r, d, b, k, p) for i in range(1, n + 1)]
+        links = [_link(f"h{i}", "s1", r, d, b, k, p, red) for i in range(1, n + 1)]
         topo = {"name": f"star-{n}", "description": f"{n} hosts on s1",
                 "hosts": hosts, "switches": [{"name": "s1", "id": 1}], "links": links,
                 "roles": {"receiver": "h1", "senders": [f"h{i}" for i in range(2, n + 1)]}}

@@ -309,6 +309,7 @@ class Agent:
     init_cwnd_pkts: int | None = None
     out: str = ""                     #: folder in the arm's results (default: the host)
     rtt_every: int = 1                #: senders log one RTT sample in this many (rtt.csv)
+    bin_ms: float = 10.0              #: senders' throughput bins (tput.csv), ms
 
     @property
     def folder(self) -> str:
@@ -327,6 +328,7 @@ class Agent:
             if self.workload is None:
                 _fail(f"{where}.workload", "a sender needs a workload")
             self.workload.check(f"{where}.workload", hosts)
+        _num(self.bin_ms, f"{where}.bin_ms", 0.001, 60_000)
         if self.datapath == "kernel" and self.cc and self.cc not in KERNEL_CCS:
             _fail(f"{where}.cc", f"kernel TCP has no {self.cc!r} here (kernel: "
                   f"{', '.join(KERNEL_CCS)}; use datapath 'user' for p4cc's algorithms)")
@@ -348,12 +350,15 @@ class PortRef:
 
 @dataclass(frozen=True)
 class Measure:
-    """Counters of ``ports`` are read after the warm-up and at the end;
+    """Counters of ``ports`` are read after the warm-up and at the end, and
+    at each instant of ``reads_at_s`` (seconds from the traffic start:
+    the analysis splits the run there, e.g. before and after a burst);
     ``queue`` is the port whose postcards the analysis plots (the
     bottleneck), with the switch id the postcards carry."""
     ports: tuple[PortRef, ...] = ()
     queue: PortRef | None = None
     queue_switch_id: int | None = None
+    reads_at_s: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)

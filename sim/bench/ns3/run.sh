@@ -50,9 +50,21 @@ CONFIGS=(
 # 100 Mb/s, RTT 500 µs, K = 20, 120 packets) and `fig1-paper` at its paper
 # scale (1 Gb/s, RTT 100 µs, K = 20, 466 packets). Their queue p5/p95 are
 # NS3_FIG1 in experiments/p4cc_exp/defs/dctcp_queue.py.
+# `fig1-bmv2` runs the rates dctcp-queue slows to on bmv2 (runner.FIT_RATES
+# up to 100 Mb/s: what bmv2 carries on a given machine), at the defaults'
+# RTT, K and buffer.
 REFERENCES=(
     "fig1 100Mbps 500 20 120 30 5"
     "fig1-paper 1Gbps 100 20 466 10 1"
+    "fig1-80M 80Mbps 500 20 120 30 5"
+    "fig1-60M 60Mbps 500 20 120 30 5"
+    "fig1-50M 50Mbps 500 20 120 30 5"
+    "fig1-40M 40Mbps 500 20 120 30 5"
+    "fig1-30M 30Mbps 500 20 120 30 5"
+    "fig1-25M 25Mbps 500 20 120 30 5"
+    "fig1-20M 20Mbps 500 20 120 30 5"
+    "fig1-15M 15Mbps 500 20 120 30 5"
+    "fig1-10M 10Mbps 500 20 120 30 5"
 )
 WANT=("$@")
 
@@ -60,7 +72,8 @@ for cfg in "${CONFIGS[@]}" "${REFERENCES[@]}"; do
     read -r name rate rtt k buffer duration warmup <<<"$cfg"
     if [ ${#WANT[@]} -eq 0 ]; then
         [[ "$name" == fig1* ]] && continue
-    elif [[ ! " ${WANT[*]} " == *" $name "* ]]; then
+    elif [[ ! " ${WANT[*]} " == *" $name "* ]] && \
+         ! { [[ " ${WANT[*]} " == *" fig1-bmv2 "* ]] && [[ "$name" =~ ^fig1-[0-9]+M$ ]]; }; then
         continue
     fi
     "$BIN" --rate="$rate" --rtt="$rtt" --K="$k" --buffer="$buffer" --senders=2 \
