@@ -120,13 +120,15 @@ def red_ranges(kmin: int, kmax: int, pmax: float,
     return out
 
 
-def missing_names(p4info) -> List[str]:
-    """What of CONTROLLER_NAMES does not resolve in `p4info` (by the
-    P4Info's own rules: full name, alias or unique suffix), one line each."""
-    from .errors import NameNotFound
-
+def missing_names(p4info, wanted_features=()) -> List[str]:
+    """What of CONTROLLER_NAMES (and of the FEATURE_NAMES of
+    `wanted_features`) does not resolve in `p4info` (by the P4Info's own
+    rules: full name, alias or unique suffix), one line each."""
     out = []
-    for table, (fields, actions) in CONTROLLER_NAMES["tables"].items():
+    tables = dict(CONTROLLER_NAMES["tables"])
+    for f in wanted_features:
+        tables.update(FEATURE_NAMES[f])
+    for table, (fields, actions) in tables.items():
         try:
             t = p4info.table(table)
         except NameNotFound as e:
@@ -300,12 +302,21 @@ class CcOps:
         program's reports (clock_config) are set together."""
         self._need("clock", "the clock unit")
         units = self.target.clock_units
+        finest = unit is None
         unit = unit or units[-1]
         if unit not in units:
             raise ValueOutOfRange(f"the {self.target.name} target's clock counts "
                                   f"{' or '.join(units)}, not {unit}")
         if len(units) > 1:
-            await asyncio.to_thread(self.target.set_clock, unit)
+            try:
+                await asyncio.to_thread(self.target.set_clock, unit)
+            except TargetError as e:
+                if not finest:
+                    raise
+                # The finest clock is a refinement: without the target's
+                # knob the switch keeps its default, and its reports say so.
+                log.warning("%s: clock stays in %s: %s", self.sw.addr, units[0], e)
+                unit = units[0]
         await self.sw.tables["clock_config"].set_default("set_time_unit",
                                                          {"time_unit": TIME_UNIT[unit]})
         return {"clock": unit}

@@ -23,7 +23,7 @@ from test_ctl_protocol import ServerThread
 from p4cc_control import Switch
 from p4cc_control.cli import main as cli_main
 from p4cc_control.errors import PipelineMismatch, TargetError, ValueOutOfRange
-from p4cc_control.operations import CONTROLLER_NAMES, missing_names
+from p4cc_control.operations import CONTROLLER_NAMES, FEATURE_NAMES, features, missing_names
 from p4cc_control.p4info import load_p4info
 from p4cc_control.targets import TofinoTarget, make_target
 from p4cc_control.tofino import (BfPipelineConfig, Profile, committed_p4info, device_config,
@@ -48,9 +48,12 @@ def tofino_p4info(chip):
 
 @pytest.mark.parametrize("chip", CHIPS)
 def test_tofino_p4info_has_every_controller_name(chip):
+    """Every name, and the features the Tofino program has: the INT line
+    rate and RED (its clock is always ns: no clock_config)."""
     info = tofino_p4info(chip)
     assert info.msg.pkg_info.arch in ("tna", "t2na"), info.msg.pkg_info.arch
-    assert missing_names(info) == []
+    assert missing_names(info, ("int", "red")) == []
+    assert features(info) == {"int", "red"}
 
 
 @pytest.mark.parametrize("chip", CHIPS)
@@ -68,7 +71,8 @@ def test_tofino_p4info_widths(chip):
 
 
 def test_v1model_p4info_has_every_controller_name(real_p4info):
-    assert missing_names(real_p4info) == []
+    assert missing_names(real_p4info, tuple(FEATURE_NAMES)) == []
+    assert features(real_p4info) == set(FEATURE_NAMES)
 
 
 def test_controller_names_cover_what_the_code_uses():
@@ -86,7 +90,8 @@ def test_controller_names_cover_what_the_code_uses():
     used["tables"] |= set(re.findall(r'"(\w+)"', text.split("TABLES = ")[1].split("\n")[0]))
     used["counters"] |= set(re.findall(r'"([\w.]+)"', text.split("COUNTERS = ")[1]
                                        .split(")")[0]))
-    assert used["tables"] <= set(CONTROLLER_NAMES["tables"])
+    features = {t for tables in FEATURE_NAMES.values() for t in tables}
+    assert used["tables"] <= set(CONTROLLER_NAMES["tables"]) | features
     assert used["counters"] <= set(CONTROLLER_NAMES["counters"])
     assert used["registers"] | {"postcard_sample_count"} <= set(CONTROLLER_NAMES["registers"])
 

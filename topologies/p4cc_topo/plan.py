@@ -523,7 +523,8 @@ _NESTED: dict[type, dict[str, Any]] = {
     PortConfig: {"ecn_red": ("one", Red)},
     Agent: {"workload": ("one", Workload)},
     Workload: {"flows": ("tuple", FlowWindow), "sizes": ("one", Sizes), "dsts": ("tuple", str)},
-    Measure: {"ports": ("tuple", PortRef), "queue": ("one", PortRef)},
+    Measure: {"ports": ("tuple", PortRef), "queue": ("one", PortRef),
+              "reads_at_s": ("tuple", float)},
 }
 
 
@@ -549,7 +550,7 @@ def _build(cls, data, where: str):
         elif how == "tuple":
             if not isinstance(raw, list):
                 _fail(sub, "expected a list")
-            kw[name] = tuple(v if typ is str else _build(typ, v, f"{sub}[{i}]")
+            kw[name] = tuple(v if typ in (str, float) else _build(typ, v, f"{sub}[{i}]")
                              for i, v in enumerate(raw))
         elif how in ("dict_str", "dict_int"):
             if not isinstance(raw, dict):
