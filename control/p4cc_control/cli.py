@@ -515,14 +515,25 @@ async def _dispatch(args, sw, ops, target) -> int:
     elif c in ("route", "apply"):
         cfg = args.cfg
         if c == "route":
-            res = {"switch": cfg.name, "routes": await ops.install_routes(cfg.routes)}
+            groups = [await ops.install_ecmp_group(g)
+                      for _, g in sorted(getattr(cfg, "ecmp_groups", {}).items())]
+            res = {"switch": cfg.name, "ecmp_groups": groups,
+                   "routes": await ops.install_routes(cfg.routes)}
         else:
             res = await ops.apply_switch(cfg)
         entries = res["routes"]
         lines = [f"{len(entries)} route(s) on {res['switch']}:"]
         for e in entries:
-            lines.append(f"  {e['match']['dst_addr']:>18} -> port {e['params']['port']} "
-                         f"dst_mac {e['params']['dst_mac']}  (host {e['host']})")
+            if "group_id" in e["params"]:
+                lines.append(f"  {e['match']['dst_addr']:>18} -> ECMP group "
+                             f"{e['params']['group_id']}  (host {e['host']})")
+            else:
+                lines.append(f"  {e['match']['dst_addr']:>18} -> port {e['params']['port']} "
+                             f"dst_mac {e['params']['dst_mac']}  (host {e['host']})")
+        for g in res.get("ecmp_groups") or []:
+            lines.append(f"ECMP group {g['group_id']}: ports "
+                         f"{', '.join(str(m['port']) for m in g['members'])} "
+                         f"({g['buckets']} buckets)")
         if "switch_id" in res:
             lines.append(f"switch id = {res['switch_id']}")
         for port, done in (res.get("ports") or {}).items():

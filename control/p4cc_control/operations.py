@@ -76,6 +76,9 @@ FEATURE_NAMES = {
                         {"set_mark_probability": ["mark_16"], "NoAction": []})},
     # The unit of the switch's timestamps in its reports (v1model).
     "clock": {"clock_config": ([], {"set_time_unit": ["time_unit"]})},
+    # ECMP: routes to a group, whose buckets name its members.
+    "ecmp": {"ecmp_bucket": (["group_id", "bucket"], {"forward": ["port", "dst_mac"],
+                                                      "drop": []})},
 }
 
 
@@ -394,16 +397,77 @@ class CcOps:
         return {"switch_id": int(codec.parse_int(switch_id, 16, "switch_id"))}
 
     # -- a switch's whole configuration (the scenario plan's switch part) --------
-    async def install_routes(self, routes) -> List[dict]:
-        """ipv4_lpm entries for plan routes (p4cc_topo.plan.Route), one batch."""
+    # -- ECMP ---------------------------------------------------------------------
+    async def install_ecmp_group(self, group) -> dict:
+        """A p4cc_topo.plan.EcmpGroup's buckets (ecmp_bucket), one batch:
+        bucket b forwards to member ``group.bucket_members()[b]``."""
+        self._need("ecmp", "ECMP")
         from .entities import build_table_entry
         from p4.v1 import p4runtime_pb2
 
-        entries = [{"match": {"dst_addr": r.prefix}, "action": "forward",
-                    "params": {"port": r.port, "dst_mac": r.dst_mac}, "host": r.host}
-                   for r in routes]
+        for m in group.members:
+            await self.check_port(m.port)
+        owners = group.bucket_members()
+        ents = [p4runtime_pb2.Entity(table_entry=build_table_entry(
+            self.sw.p4info, "ecmp_bucket", {"group_id": group.group_id, "bucket": b}, "forward",
+            {"port": group.members[i].port, "dst_mac": group.members[i].dst_mac}))
+            for b, i in enumerate(owners)]
+        await self.sw.upsert(ents)
+        return {"group_id": group.group_id,
+                "members": [{"port": m.port, "dst_mac": m.dst_mac} for m in group.members],
+                "buckets": len(owners)}
+
+    async def read_ecmp(self) -> Dict[int, Dict[int, tuple]]:
+        """{group: {bucket: (port, dst_mac)}} as the switch has them."""
+        if "ecmp" not in features(self.sw.p4info):
+            return {}
+        out: Dict[int, Dict[int, tuple]] = {}
+        for e in await self.sw.tables["ecmp_bucket"].read():
+            out.setdefault(int(e.match["group_id"]), {})[int(e.match["bucket"])] = (
+                int(e.params["port"]), e.params["dst_mac"])
+        return {g: dict(sorted(b.items())) for g, b in sorted(out.items())}
+
+    async def ecmp_remove_member(self, group_id: int, port: int) -> dict:
+        """Takes the member on ``port`` out of ECMP group ``group_id``: its
+        buckets go to the remaining members in turn; every other bucket,
+        and so every other flow, stays where it is."""
+        self._need("ecmp", "ECMP")
+        port = await self.check_port(port)
+        buckets = (await self.read_ecmp()).get(int(group_id))
+        if not buckets:
+            raise NameNotFound(f"no ECMP group {group_id} on {self.sw.addr}")
+        rest = sorted({v for v in buckets.values() if v[0] != port})
+        if len(rest) == len(set(buckets.values())):
+            raise ValueOutOfRange(f"port {port} is not a member of ECMP group {group_id}")
+        if not rest:
+            raise ValueOutOfRange(f"port {port} is the last member of ECMP group {group_id}")
+        moved = [b for b, v in buckets.items() if v[0] == port]
+        t = self.sw.tables["ecmp_bucket"]
+        for k, b in enumerate(moved):
+            p, mac = rest[k % len(rest)]
+            await t.upsert({"group_id": int(group_id), "bucket": b}, "forward",
+                           {"port": p, "dst_mac": mac})
+        return {"group_id": int(group_id), "removed_port": port, "moved_buckets": moved}
+
+    async def install_routes(self, routes) -> List[dict]:
+        """ipv4_lpm entries for plan routes (p4cc_topo.plan.Route), one
+        batch: a route to one next hop forwards, one to an ECMP group sets
+        the group (install_ecmp_group writes the group itself)."""
+        from .entities import build_table_entry
+        from p4.v1 import p4runtime_pb2
+
+        entries = []
+        for r in routes:
+            gid = getattr(r, "group_id", None)
+            if gid is None:
+                entries.append({"match": {"dst_addr": r.prefix}, "action": "forward",
+                                "params": {"port": r.port, "dst_mac": r.dst_mac}, "host": r.host})
+            else:
+                entries.append({"match": {"dst_addr": r.prefix}, "action": "set_ecmp_group",
+                                "params": {"group_id": gid}, "host": r.host})
         for e in entries:
-            await self.check_port(e["params"]["port"])
+            if "port" in e["params"]:
+                await self.check_port(e["params"]["port"])
         ents = [p4runtime_pb2.Entity(table_entry=build_table_entry(
             self.sw.p4info, "ipv4_lpm", e["match"], e["action"], e["params"])) for e in entries]
         if ents:
@@ -449,6 +513,8 @@ class CcOps:
                "switch_id": (await self.set_switch_id(cfg.switch_id))["switch_id"],
                "clock": ((await self.set_clock())["clock"]
                          if "clock" in features(self.sw.p4info) else None),
+               "ecmp_groups": [await self.install_ecmp_group(g)
+                               for _, g in sorted(getattr(cfg, "ecmp_groups", {}).items())],
                "routes": await self.install_routes(cfg.routes),
                "ports": {p: await self.apply_port(c, cfg.loss_in)
                          for p, c in sorted(cfg.ports.items())}}

@@ -67,6 +67,14 @@ const bit<32> LOSS_SCALE = 65536;
 // Per-port arrays (counters) are indexed by the 9-bit v1model port.
 const bit<32> NUM_PORTS = 512;
 
+// ECMP: a route to a group of next hops hashes a packet's 5-tuple to one
+// of ECMP_BUCKETS buckets; the controller maps each of a group's buckets to
+// a member, so that removing a member moves only the flows of its buckets
+// (resilient hashing). docs/data-plane.md, "ECMP".
+#define ECMP_BUCKETS_N 64
+const bit<32> ECMP_BUCKETS = ECMP_BUCKETS_N;
+const bit<32> ECMP_GROUPS  = 256;
+
 // The largest frame with a 1500-byte MTU (Ethernet header, no FCS): what a
 // queued packet can hold at most, in bytes.
 const bit<32> MAX_FRAME_BYTES = 1514;

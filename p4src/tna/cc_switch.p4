@@ -3,7 +3,8 @@
  * p4src/v1model/cc_switch.p4 on hardware, with the same tables, actions,
  * counters and register under the same P4Info names, so the controller
  * drives both alike.
- *   - IPv4 LPM forwarding, TTL, checksum;
+ *   - IPv4 LPM forwarding, TTL, checksum; ECMP over a hash of the 5-tuple
+ *     (buckets the controller maps to next hops);
  *   - ECN CE when the egress queue at enqueue was >= K (per port, in
  *     80-byte cells), or RED between Kmin and Kmax (DCQCN's switch);
  *   - the p4cc telemetry shim (units 0x11: depths in cells, hop records
@@ -98,6 +99,7 @@ struct ig_headers_t {
     bridged_md_h bridge;
     ethernet_h   ethernet;
     ipv4_h       ipv4;
+    l4_ports_h   l4_ports;      // TCP/UDP: the ports ECMP hashes
 }
 
 struct ig_meta_t { }
@@ -115,6 +117,14 @@ parser CcIngressParser(packet_in pkt, out ig_headers_t hdr, out ig_meta_t meta,
     }
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
+        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (5, 0, IP_PROTO_TCP): parse_l4_ports;
+            (5, 0, IP_PROTO_UDP): parse_l4_ports;
+            default: accept;
+        }
+    }
+    state parse_l4_ports {
+        pkt.extract(hdr.l4_ports);
         transition accept;
     }
 }
@@ -129,7 +139,13 @@ control Forwarding(inout ig_headers_t hdr,
                    inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
                    inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS) ingress_drops;
+    Hash<bit<16>>(HashAlgorithm_t.CRC16) flow_hash;
     bool dropped = false;
+    bool ecmp = false;
+    bit<16> group = 0;
+    bit<16> bucket = 0;
+    bit<16> src_port = 0;
+    bit<16> dst_port = 0;
 
     action forward(PortId_t port, mac_addr_t dst_mac) {
         ig_tm_md.ucast_egress_port = port;
@@ -144,18 +160,54 @@ control Forwarding(inout ig_headers_t hdr,
         dropped = true;
     }
 
+    // A route over several equal-cost next hops: ecmp_bucket forwards.
+    action set_ecmp_group(bit<16> group_id) {
+        ecmp = true;
+        group = group_id;
+    }
+
     table ipv4_lpm {
         key = { hdr.ipv4.dst_addr: lpm @name("dst_addr"); }
-        actions = { forward; drop; }
+        actions = { forward; drop; set_ecmp_group; }
         default_action = drop();
         size = 1024;
     }
 
+    // The flow's 5-tuple picks one of ECMP_BUCKETS buckets (its low bits).
+    action pick_bucket() {
+        bucket = flow_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
+                                 src_port, dst_port }) & (bit<16>)(ECMP_BUCKETS - 1);
+    }
+    @hidden table ecmp_hash {
+        actions = { pick_bucket; }
+        default_action = pick_bucket();
+        size = 1;
+    }
+
+    // A group's buckets, each naming the member (next hop) its flows take.
+    table ecmp_bucket {
+        key = {
+            group: exact @name("group_id");
+            bucket: exact @name("bucket");
+        }
+        actions = { forward; drop; }
+        default_action = drop();
+        size = ECMP_GROUPS * ECMP_BUCKETS;
+    }
+
     apply {
+        if (hdr.l4_ports.isValid()) {
+            src_port = hdr.l4_ports.src_port;
+            dst_port = hdr.l4_ports.dst_port;
+        }
         if (!hdr.ipv4.isValid() || hdr.ipv4.ttl <= 1) {
             drop();
         } else {
             ipv4_lpm.apply();
+            if (ecmp) {
+                ecmp_hash.apply();
+                ecmp_bucket.apply();
+            }
         }
         if (dropped) {
             ingress_drops.count(ingress_port);

@@ -176,6 +176,9 @@ control Forwarding(inout headers_t hdr,
                    inout local_meta_t meta,
                    inout standard_metadata_t sm) {
     counter(NUM_PORTS, CounterType.packets) ingress_drops;
+    bool ecmp = false;
+    bit<16> group = 0;
+    bit<16> bucket = 0;
 
     action forward(bit<9> port, mac_addr_t dst_mac) {
         sm.egress_spec = port;
@@ -190,11 +193,28 @@ control Forwarding(inout headers_t hdr,
         meta.dropped = true;
     }
 
+    // A route over several equal-cost next hops: ecmp_bucket forwards.
+    action set_ecmp_group(bit<16> group_id) {
+        ecmp = true;
+        group = group_id;
+    }
+
     table ipv4_lpm {
         key = { hdr.ipv4.dst_addr: lpm @name("dst_addr"); }
-        actions = { forward; drop; }
+        actions = { forward; drop; set_ecmp_group; }
         default_action = drop();
         size = 1024;
+    }
+
+    // A group's buckets, each naming the member (next hop) its flows take.
+    table ecmp_bucket {
+        key = {
+            group: exact @name("group_id");
+            bucket: exact @name("bucket");
+        }
+        actions = { forward; drop; }
+        default_action = drop();
+        size = ECMP_GROUPS * ECMP_BUCKETS;
     }
 
     apply {
@@ -202,6 +222,15 @@ control Forwarding(inout headers_t hdr,
             drop();
         } else {
             ipv4_lpm.apply();
+            if (ecmp) {
+                // The flow's 5-tuple picks the bucket (0 for ports where
+                // the packet is neither TCP nor UDP).
+                hash(bucket, HashAlgorithm.crc16, (bit<16>)0,
+                     { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
+                       meta.l4_src_port, meta.l4_dst_port },
+                     ECMP_BUCKETS);
+                ecmp_bucket.apply();
+            }
         }
         if (meta.dropped) {
             ingress_drops.count((bit<32>)sm.ingress_port);

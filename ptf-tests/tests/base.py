@@ -45,7 +45,7 @@ COLLECTOR_UDP = 9999
 
 TABLES = ("ipv4_lpm", "ecn_threshold", "port_loss")
 #: Tables of features a program may lack (p4cc_control.operations.FEATURE_NAMES).
-OPTIONAL_TABLES = ("ecn_red", "port_rate")
+OPTIONAL_TABLES = ("ecn_red", "port_rate", "ecmp_bucket")
 KEYLESS_DEFAULTS = ("switch_config", "postcard_config")
 COUNTERS = ("CcIngress.rx.port_packets", "CcEgress.tx.port_packets",
             "ingress_drops", "loss_drops", "ce_marks")

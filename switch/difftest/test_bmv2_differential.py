@@ -107,6 +107,12 @@ def program(cfg: dict):
     for p in PORTS[1:]:
         sw.tables["ipv4_lpm"].insert(match={"dst_addr": f"10.0.{p}.0/24"}, action="forward",
                                      params={"port": p, "dst_mac": f"00:00:00:00:0{p}:0{p}"})
+    # An ECMP group: both targets must hash a flow to the same member.
+    from p4cc_topo.plan import EcmpGroup, NextHop
+    ops.install_ecmp_group(EcmpGroup(1, (NextHop(2, "00:00:00:00:02:02"),
+                                         NextHop(3, "00:00:00:00:03:03"))))
+    sw.tables["ipv4_lpm"].insert(match={"dst_addr": "10.0.5.0/24"}, action="set_ecmp_group",
+                                 params={"group_id": 1})
     ops.set_k(2, 0)
     ops.set_k(3, 1000)
     ops.set_switch_id(7)
@@ -129,7 +135,8 @@ def corpus(seed=7) -> list[bytes]:
     rnd = random.Random(seed)
     out = []
     for i in range(N_PACKETS):
-        dst = rnd.choice(["10.0.2.2", "10.0.3.3", "10.0.4.4", "192.168.1.1"])
+        dst = rnd.choice(["10.0.2.2", "10.0.3.3", "10.0.4.4", "192.168.1.1", "10.0.5.5",
+                          "10.0.5.6"])
         ecn, ttl = rnd.randrange(4), rnd.choice([1, 2, 64])
         kind = rnd.choice(["tcp", "udp", "shim", "shim", "garbage", "arp"])
         if kind == "tcp":

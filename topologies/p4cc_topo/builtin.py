@@ -35,7 +35,7 @@ from .units import (UnitError, format_delay, format_loss, format_rate, format_re
                     parse_loss, parse_pkts, parse_rate, parse_red)
 
 __all__ = ["GENERATORS", "BUILTIN_DIR", "dumbbell", "star", "wishbone", "parking_lot",
-           "load_topology", "list_builtins"]
+           "leaf_spine", "fat_tree", "load_topology", "list_builtins"]
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "builtin"
 COLLECTOR_IP = "10.0.0.254"
@@ -275,6 +275,122 @@ def parking_lot(n_hops: int = 2, n_long: int = 1, n_cross: int = 1, bottleneck_b
     return _wrap("parking_lot", params, build)
 
 
+def leaf_spine(leaves: int = 2, spines: int = 2, hosts_per_leaf: int = 2, host_bps="1Gbps",
+               fabric_bps=None, oversubscription: float = 1.0, delay_us="1us",
+               buffer_pkts=None, ecn_k_pkts=None, ecn_red=None,
+               collector: bool = True) -> Topology:
+    """A two-tier fabric: every leaf l1…lL has ``hosts_per_leaf`` hosts
+    (h<leaf>_<j>, ports 1…H) and a link to every spine sp1…spS (ports
+    H+1…H+S; a spine's port i is leaf i). Host links run at ``host_bps``;
+    fabric links at ``fabric_bps``, by default what makes the leaves
+    ``oversubscription``:1 (host capacity over uplink capacity). Every link
+    has ``delay_us``; ``buffer_pkts``, ``ecn_k_pkts`` / ``ecn_red`` apply to
+    every switch port. Traffic between leaves has ``spines`` equal-cost
+    paths (ECMP, docs/data-plane.md). Roles: ``hosts``, ``leaf<i>``. The
+    collector ``mon`` is on l1."""
+    params = dict(locals())
+    nl = _check_n("leaves", leaves, 1, 32)
+    ns = _check_n("spines", spines, 1, 16)
+    nh = _check_n("hosts_per_leaf", hosts_per_leaf, 1, 64)
+    if not isinstance(oversubscription, (int, float)) or oversubscription <= 0:
+        raise TopologyError([f"leaf_spine: oversubscription {oversubscription!r} must be > 0"])
+
+    def build():
+        hb = parse_rate(host_bps)
+        fb = (parse_rate(fabric_bps) if fabric_bps is not None
+              else int(round(hb * nh / (ns * oversubscription))))
+        d = parse_delay(delay_us)
+        b = _opt(lambda v: parse_pkts(v, "buffer_pkts", 1), buffer_pkts)
+        k = _opt(lambda v: parse_pkts(v, "ecn_k_pkts"), ecn_k_pkts)
+        red = _opt(parse_red, ecn_red)
+        switches = ([{"name": f"l{i}", "id": i} for i in range(1, nl + 1)]
+                    + [{"name": f"sp{j}", "id": 100 + j} for j in range(1, ns + 1)])
+        hosts, links, roles = [], [], {"hosts": []}
+        for i in range(1, nl + 1):
+            roles[f"leaf{i}"] = []
+            for j in range(1, nh + 1):
+                name = f"h{i}_{j}"
+                hosts.append({"name": name, "ip": f"10.0.{i}.{j}/16"})
+                links.append(_link(name, f"l{i}:{j}", hb, d, b, k, None, red))
+                roles["hosts"].append(name)
+                roles[f"leaf{i}"].append(name)
+            for j in range(1, ns + 1):
+                links.append(_link(f"l{i}:{nh + j}", f"sp{j}:{i}", fb, d, b, k, None, red))
+        topo = {"name": f"leaf-spine-{nl}x{ns}x{nh}",
+                "description": f"{nl} leaves x {nh} hosts at {format_rate(hb)}, {ns} spines at "
+                               f"{format_rate(fb)}",
+                "hosts": hosts, "switches": switches, "links": links, "roles": roles}
+        _add_collector(topo, "l1", collector)
+        return topo
+
+    return _wrap("leaf_spine", params, build)
+
+
+def fat_tree(k: int = 4, host_bps="1Gbps", fabric_bps=None, delay_us="1us", buffer_pkts=None,
+             ecn_k_pkts=None, ecn_red=None, collector: bool = True) -> Topology:
+    """A k-ary fat-tree (Al-Fares et al., SIGCOMM 2008): k pods of k/2 edge
+    switches e<p>_<i> and k/2 aggregation switches a<p>_<i>, (k/2)² core
+    switches c<j>; every edge switch has k/2 hosts h<p>_<i>_<j> (ports
+    1…k/2) and a link to every aggregation switch of its pod (ports
+    k/2+1…k); aggregation switch i of a pod links to cores i·k/2 … i·k/2 +
+    k/2 − 1 (its ports k/2+1…k; core c's port p+1 is pod p). Host links at
+    ``host_bps``, fabric links at ``fabric_bps`` (default: the same, a
+    non-blocking fabric). Paths between pods: (k/2)² equal-cost (ECMP).
+    Roles: ``hosts``, ``pod<p>``. The collector ``mon`` is on e0_0."""
+    params = dict(locals())
+    kk = _check_n("k", k, 2, 16)
+    if kk % 2:
+        raise TopologyError([f"fat_tree: k={kk} must be even"])
+    half = kk // 2
+
+    def build():
+        hb = parse_rate(host_bps)
+        fb = parse_rate(fabric_bps) if fabric_bps is not None else hb
+        d = parse_delay(delay_us)
+        b = _opt(lambda v: parse_pkts(v, "buffer_pkts", 1), buffer_pkts)
+        kq = _opt(lambda v: parse_pkts(v, "ecn_k_pkts"), ecn_k_pkts)
+        red = _opt(parse_red, ecn_red)
+        switches, hosts, links, roles = [], [], [], {"hosts": []}
+        sid = 0
+
+        def switch(name):
+            nonlocal sid
+            sid += 1
+            switches.append({"name": name, "id": sid})
+
+        for p in range(kk):
+            for i in range(half):
+                switch(f"e{p}_{i}")
+            for i in range(half):
+                switch(f"a{p}_{i}")
+        for c in range(half * half):
+            switch(f"c{c}")
+        for p in range(kk):
+            roles[f"pod{p}"] = []
+            for i in range(half):
+                for j in range(half):
+                    name = f"h{p}_{i}_{j}"
+                    hosts.append({"name": name, "ip": f"10.{p}.{i}.{j + 2}/8"})
+                    links.append(_link(name, f"e{p}_{i}:{j + 1}", hb, d, b, kq, None, red))
+                    roles["hosts"].append(name)
+                    roles[f"pod{p}"].append(name)
+                for a in range(half):
+                    links.append(_link(f"e{p}_{i}:{half + a + 1}", f"a{p}_{a}:{i + 1}", fb, d, b,
+                                       kq, None, red))
+            for a in range(half):
+                for c in range(half):
+                    links.append(_link(f"a{p}_{a}:{half + c + 1}", f"c{a * half + c}:{p + 1}",
+                                       fb, d, b, kq, None, red))
+        topo = {"name": f"fat-tree-{kk}",
+                "description": f"k={kk} fat-tree: {len(hosts)} hosts at {format_rate(hb)}, "
+                               f"{len(switches)} switches",
+                "hosts": hosts, "switches": switches, "links": links, "roles": roles}
+        _add_collector(topo, "e0_0", collector)
+        return topo
+
+    return _wrap("fat_tree", params, build)
+
+
 def _add_collector(topo: dict, switch: str, collector: bool) -> None:
     if not collector:
         return
@@ -289,6 +405,8 @@ GENERATORS: dict[str, Callable[..., Topology]] = {
     "incast": star,
     "wishbone": wishbone,
     "parking_lot": parking_lot,
+    "leaf_spine": leaf_spine,
+    "fat_tree": fat_tree,
 }
 
 

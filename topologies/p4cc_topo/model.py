@@ -525,6 +525,40 @@ class Topology:
                 out[h.name] = first[att.node]
         return out
 
+    def _switch_distances(self, target: str) -> dict[str, int]:
+        """Switch hops from every switch to ``target`` (BFS over switch links)."""
+        dist = {target: 0}
+        q = deque([target])
+        while q:
+            cur = q.popleft()
+            for _, nb, _ in self._neighbours(cur):
+                if nb not in dist:
+                    dist[nb] = dist[cur] + 1
+                    q.append(nb)
+        return dist
+
+    def next_hop_groups(self, switch: str) -> dict[str, list[tuple[int, str]]]:
+        """For every host: every (egress port, next-hop MAC) of ``switch`` on
+        a shortest path to it in switch hops, by port number — one for a
+        host cabled to ``switch`` or a single shortest path, several where
+        paths of equal length fan out (leaf-spine, fat-tree: ECMP)."""
+        out: dict[str, list[tuple[int, str]]] = {}
+        dists: dict[str, dict[str, int]] = {}
+        for h in self.hosts.values():
+            att = self.attachment(h.name)
+            if att.node == switch:
+                out[h.name] = [(att.port, h.mac)]
+                continue
+            dist = dists.get(att.node)
+            if dist is None:
+                dist = dists[att.node] = self._switch_distances(att.node)
+            if switch not in dist:
+                continue
+            out[h.name] = [(port, port_mac(self.switches[nb].id, nb_port))
+                           for port, nb, nb_port in sorted(self._neighbours(switch))
+                           if dist.get(nb) == dist[switch] - 1]
+        return out
+
     def _unreachable(self) -> list[str]:
         problems = []
         if not self.hosts:

@@ -152,9 +152,45 @@ class PortConfig:
 @dataclass(frozen=True)
 class Route:
     prefix: str       #: e.g. "10.0.0.2/32"
-    port: int         #: egress port
+    port: int         #: egress port (an ECMP route: its group's first member's)
     dst_mac: str      #: next hop's MAC (the host's own on its switch)
     host: str = ""    #: the host the route leads to (for humans)
+    group_id: int | None = None   #: an ECMP group of the switch instead of one next hop
+
+
+#: Buckets per ECMP group (constants.p4 ECMP_BUCKETS) and groups per switch.
+ECMP_BUCKETS = 64
+ECMP_GROUPS = 256
+
+
+@dataclass(frozen=True)
+class NextHop:
+    port: int
+    dst_mac: str
+
+
+@dataclass(frozen=True)
+class EcmpGroup:
+    """Equal-cost next hops: a flow's hash picks one of ECMP_BUCKETS
+    buckets, and ``buckets[b]`` is the index of the member bucket b sends
+    to (round robin over the members unless given)."""
+    group_id: int
+    members: tuple[NextHop, ...]
+    buckets: tuple[int, ...] = ()
+
+    def bucket_members(self) -> tuple[int, ...]:
+        return self.buckets or tuple(b % len(self.members) for b in range(ECMP_BUCKETS))
+
+    def check(self, where: str, ports) -> None:
+        _num(self.group_id, f"{where}.group_id", 0, ECMP_GROUPS - 1, integer=True)
+        if len(self.members) < 2:
+            _fail(f"{where}.members", "a group needs at least two next hops")
+        for m in self.members:
+            if m.port not in ports:
+                _fail(f"{where}.members", f"port {m.port} is not a port of the switch")
+        if self.buckets and (len(self.buckets) != ECMP_BUCKETS
+                             or any(not 0 <= b < len(self.members) for b in self.buckets)):
+            _fail(f"{where}.buckets", f"{ECMP_BUCKETS} member indexes are expected")
 
 
 @dataclass(frozen=True)
@@ -185,6 +221,8 @@ class SwitchConfig:
     postcards: Postcards | None = None
     #: "target": the target's link model drops; "p4": the program's port_loss table
     loss_in: str = "target"
+    #: ECMP groups the routes name (group_id -> group)
+    ecmp_groups: dict[int, EcmpGroup] = field(default_factory=dict)
 
     def check(self) -> None:
         where = f"switches.{self.name}"
@@ -197,6 +235,12 @@ class SwitchConfig:
         for i, r in enumerate(self.routes):
             if r.port not in self.ports:
                 _fail(f"{where}.routes[{i}]", f"port {r.port} is not a port of {self.name}")
+            if r.group_id is not None and r.group_id not in self.ecmp_groups:
+                _fail(f"{where}.routes[{i}]", f"ECMP group {r.group_id} is not defined")
+        for g, grp in self.ecmp_groups.items():
+            if g != grp.group_id:
+                _fail(f"{where}.ecmp_groups.{g}", f"holds group {grp.group_id}")
+            grp.check(f"{where}.ecmp_groups.{g}", self.ports)
         if self.postcards is not None:
             self.postcards.check(f"{where}.postcards")
 
@@ -519,7 +563,8 @@ _NESTED: dict[type, dict[str, Any]] = {
     ArmPlan: {"switches": ("dict_str", SwitchConfig), "agents": ("tuple", Agent),
               "measure": ("one", Measure), "events": ("tuple", Event)},
     SwitchConfig: {"routes": ("tuple", Route), "ports": ("dict_int", PortConfig),
-                   "postcards": ("one", Postcards)},
+                   "postcards": ("one", Postcards), "ecmp_groups": ("dict_int", EcmpGroup)},
+    EcmpGroup: {"members": ("tuple", NextHop), "buckets": ("tuple", float)},
     PortConfig: {"ecn_red": ("one", Red)},
     Agent: {"workload": ("one", Workload)},
     Workload: {"flows": ("tuple", FlowWindow), "sizes": ("one", Sizes), "dsts": ("tuple", str)},
@@ -584,8 +629,31 @@ def switch_ip(switch_id: int) -> str:
     return str(ipaddress.IPv4Address("169.254.128.0") + switch_id)
 
 
+def _routes(topo: Topology, switch: str, ecmp: bool) -> tuple[tuple[Route, ...], dict]:
+    """A /32 to every host: its one next hop, or with ``ecmp`` an ECMP group
+    of every equal-cost next hop (one group per distinct set of them)."""
+    if not ecmp:
+        return tuple(Route(f"{topo.hosts[h].ip}/32", port, mac, h)
+                     for h, (port, mac) in sorted(topo.next_hops(switch).items())), {}
+    routes, groups, by_members = [], {}, {}
+    for h, hops in sorted(topo.next_hop_groups(switch).items()):
+        port, mac = hops[0]
+        gid = None
+        if len(hops) > 1:
+            key = tuple(hops)
+            if key not in by_members:
+                gid = len(groups)
+                if gid >= ECMP_GROUPS:
+                    raise PlanError(f"switch {switch}: more than {ECMP_GROUPS} ECMP groups")
+                groups[gid] = EcmpGroup(gid, tuple(NextHop(p, m) for p, m in hops))
+                by_members[key] = gid
+            gid = by_members[key]
+        routes.append(Route(f"{topo.hosts[h].ip}/32", port, mac, h, gid))
+    return tuple(routes), groups
+
+
 def switch_configs(topo: Topology, postcard_one_in_n: int = 1,
-                   loss_in: str = "target") -> dict[str, SwitchConfig]:
+                   loss_in: str = "target", ecmp: bool = True) -> dict[str, SwitchConfig]:
     """Per switch what the controller applies, from the topology alone.
 
     Delay: a switch can only delay what it sends. A switch-switch link gets
@@ -606,8 +674,7 @@ def switch_configs(topo: Topology, postcard_one_in_n: int = 1,
                 loss=l.loss.get(name, 0.0), depth_pkts=l.buffer_pkts.get(name),
                 ecn_k_pkts=l.ecn_k_pkts.get(name),
                 ecn_red=Red(*l.ecn_red[name]) if name in l.ecn_red else None)
-        routes = tuple(Route(f"{topo.hosts[h].ip}/32", port, mac, h)
-                       for h, (port, mac) in sorted(topo.next_hops(name).items()))
+        routes, groups = _routes(topo, name, ecmp)
         postcards = None
         if topo.collector:
             port, mac = topo.next_hops(name)[topo.collector]
@@ -615,7 +682,8 @@ def switch_configs(topo: Topology, postcard_one_in_n: int = 1,
                                   collector_mac=mac, switch_ip=switch_ip(sw.id),
                                   one_in_n=postcard_one_in_n)
         out[name] = SwitchConfig(name=name, device_id=sw.id, switch_id=sw.id, routes=routes,
-                                 ports=ports, postcards=postcards, loss_in=loss_in)
+                                 ports=ports, postcards=postcards, loss_in=loss_in,
+                                 ecmp_groups=groups)
     return out
 
 
