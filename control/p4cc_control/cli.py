@@ -161,7 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     cmd("push", "install the pipeline (bmv2 JSON + P4Info), VERIFY_AND_COMMIT; wipes all state")
     cmd("info", "show the connection, the switch's pipeline and the P4Info's entities")
-    cmd("show", "show the lab state: routes, K, loss, postcards, switch id")
+    cmd("show", "show the lab state: routes, ECMP groups, K, RED, loss, postcards, switch id")
+
+    c = cmd("ecmp", "show ECMP groups, or take a member out of one (its flows move, no other)")
+    c.add_argument("--remove", nargs=2, type=int, metavar=("GROUP", "PORT"),
+                   help="take the member on PORT out of ECMP group GROUP")
 
     c = cmd("set-k", "set the ECN marking threshold K of egress port(s)")
     c.add_argument("ports", type=_ports, help="port(s): 1 | 1,3 | 1-4")
@@ -454,12 +458,25 @@ async def _dispatch(args, sw, ops, target) -> int:
         loss = await ops.read_loss()
         pc = await ops.read_postcards()
         sid = await sw.tables["switch_config"].read_default()
+        ecmp = await ops.read_ecmp()
+        red = await ops.read_red()
         data = {"routes": routes, "k": ks, "loss": loss, "postcards": pc,
-                "switch_id": sid.params.get("switch_id")}
+                "switch_id": sid.params.get("switch_id"),
+                "ecmp_groups": {g: {b: list(v) for b, v in bk.items()} for g, bk in ecmp.items()},
+                "red": {p: [list(x) for x in r] for p, r in red.items()}}
         lines = [f"switch id: {data['switch_id']}", f"routes ({len(routes)}):"]
         for r in sorted(routes, key=lambda r: r["match"].get("dst_addr", "")):
             lines.append(f"  {r['match'].get('dst_addr')} -> {r['action']} "
                          + " ".join(f"{k}={v}" for k, v in r["params"].items()))
+        for g, bk in ecmp.items():
+            per = {}
+            for port, _ in bk.values():
+                per[port] = per.get(port, 0) + 1
+            lines.append(f"ECMP group {g}: " + ", ".join(
+                f"port {p} ({n} of {len(bk)} buckets)" for p, n in sorted(per.items())))
+        for p, ranges in red.items():
+            lines.append(f"RED on port {p}: {len(ranges)} depth ranges, from depth "
+                         f"{ranges[0][0][0]} at p={ranges[0][1] / 65536:.3g}")
         lines.append("K (" + target.depth_unit + "): " +
                      (", ".join(f"port {p}={k}" for p, k in ks.items()) or "none"))
         lines.append("loss: " + (", ".join(f"port {p}={v:g}" for p, v in loss.items()) or "none"))
@@ -472,6 +489,16 @@ async def _dispatch(args, sw, ops, target) -> int:
         else:
             lines.append("postcards: off")
         _out(args, data, "\n".join(lines))
+    elif c == "ecmp":
+        if args.remove:
+            res = await ops.ecmp_remove_member(*args.remove)
+            _out(args, res, f"ECMP group {res['group_id']}: port {res['removed_port']} removed, "
+                            f"buckets {res['moved_buckets']} moved to the other members")
+        else:
+            res = await ops.read_ecmp()
+            _out(args, {g: {b: list(v) for b, v in bk.items()} for g, bk in res.items()},
+                 "\n".join(f"group {g}: " + " ".join(f"{b}->{v[0]}" for b, v in bk.items())
+                           for g, bk in res.items()) or "no ECMP groups")
     elif c == "set-k":
         if args.clear:
             res = [await ops.clear_k(p) for p in args.ports]

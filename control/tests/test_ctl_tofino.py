@@ -49,11 +49,11 @@ def tofino_p4info(chip):
 @pytest.mark.parametrize("chip", CHIPS)
 def test_tofino_p4info_has_every_controller_name(chip):
     """Every name, and the features the Tofino program has: the INT line
-    rate and RED (its clock is always ns: no clock_config)."""
+    rate, RED and ECMP (its clock is always ns: no clock_config)."""
     info = tofino_p4info(chip)
     assert info.msg.pkg_info.arch in ("tna", "t2na"), info.msg.pkg_info.arch
-    assert missing_names(info, ("int", "red")) == []
-    assert features(info) == {"int", "red"}
+    assert missing_names(info, ("int", "red", "ecmp")) == []
+    assert features(info) == {"int", "red", "ecmp"}
 
 
 @pytest.mark.parametrize("chip", CHIPS)
