@@ -54,6 +54,24 @@ def workload_args(w: Workload, ip) -> list[str]:
     raise ValueError(f"unknown workload {w.kind!r}")
 
 
+def external_command(a: Agent, ip, out: Path, delay_s: float = 0.0) -> list[str]:
+    """An external agent's command line, its fields filled in, wrapped so
+    that a sender starts ``delay_s`` from now (its flow window's start) and
+    is stopped (SIGTERM, then SIGKILL 2 s later) when the window ends."""
+    f = a.workload.flows[0] if a.role == "sender" else None
+    fields = {"dst": ip(f.dst) if f else "", "self": ip(a.host),
+              "start": _num(f.start_s) if f else "0", "stop": _num(f.stop_s) if f else "",
+              "duration": _num(f.stop_s - f.start_s) if f else "",
+              "rate_mbps": _num((a.line_rate_bps or 0) / 1e6), "out": str(out)}
+    argv = [c.format(**fields) for c in a.command]
+    if f is None:
+        return argv
+    # The shell waits, then becomes `timeout`, which runs the program: no
+    # process of ours stays between p4cc and it.
+    return ["sh", "-c", 'sleep "$0"; d="$1"; shift; exec timeout -k 2 "$d" "$@"',
+            _num(max(0.0, delay_s)), _num(f.stop_s - f.start_s), *argv]
+
+
 def command(a: Agent, ip, out: Path, start_unix_ns: int, rt_prio: int | None = None) -> list[str]:
     """``p4cc-host`` arguments of agent ``a``: its results go to ``out``
     (the agent's folder; the collector writes ``out``/../queue.csv). With

@@ -3,9 +3,12 @@ topology and its agents, receivers, long-flow senders. Composition, not
 inheritance: a definition calls these and stays a declaration."""
 from __future__ import annotations
 
+import os
+import shlex
 from dataclasses import replace
 
 from p4cc_topo import Topology
+from .params import Param, str_list
 from p4cc_topo.plan import (Agent, ArmPlan, FlowWindow, Measure, PortRef, Workload,
                             collector_agent, switch_configs)
 
@@ -81,6 +84,124 @@ def arm(name: str, label: str, topo: Topology, agents: list[Agent], duration_s: 
                    duration_s=float(duration_s), warmup_s=float(warmup_s),
                    measure=Measure(ports=ports, queue=queue, queue_switch_id=sid),
                    events=tuple(events), settings=dict(settings or {}))
+
+
+#: An arm whose agents are the user's own programs: ``--set sender_cmd=…``
+#: and ``--set receiver_cmd=…`` (agents.external_command's fields).
+EXTERNAL = "external"
+#: Reference implementations, run as external arms where the environment
+#: names their command lines (docs/experiments.md, "Reference arms"):
+#: arm name -> (sender variable, receiver variable, label).
+REFERENCES = {
+    "ref-pcc-allegro": ("P4CC_REF_PCC_ALLEGRO", "P4CC_REF_PCC_RECEIVER",
+                        "PCC Allegro (authors' code)"),
+    "ref-pcc-vivace": ("P4CC_REF_PCC_VIVACE", "P4CC_REF_PCC_RECEIVER",
+                       "PCC Vivace (authors' code)"),
+}
+
+
+#: The parameters of experiments that run external arms.
+EXTERNAL_PARAMS = (
+    Param("reference", "", "the authors' code beside p4cc's: allegro, vivace or all (real time; "
+          "P4CC_REF_* name the programs, docs/experiments.md \"Reference arms\")", str_list),
+    Param("sender_cmd", "", "protocol 'external': the sender program's command line "
+          "({dst}, {duration}, {rate_mbps}, {out}, … filled in)", str),
+    Param("receiver_cmd", "", "protocol 'external': the receiver program's command line", str),
+)
+
+
+def with_references(protocols, reference) -> list[str]:
+    """``protocols`` and, after them, the reference arms ``reference``
+    names ("allegro", "vivace", "all"; a full arm name too)."""
+    out = list(protocols)
+    for r in reference:
+        names = list(REFERENCES) if r == "all" else [r if r in REFERENCES else f"ref-pcc-{r}"]
+        for n in names:
+            if n not in REFERENCES:
+                raise ValueError(f"reference: no reference implementation {r!r} (known: all, "
+                                 + ", ".join(k.removeprefix("ref-pcc-") for k in REFERENCES) + ")")
+            if n not in out:
+                out.append(n)
+    return out
+
+
+#: The p4cc arm a reference arm is held against.
+REFERENCE_OF = {"ref-pcc-allegro": "pcc", "ref-pcc-vivace": "pcc-vivace"}
+
+
+def reference_pairs(summary: dict, same) -> list[tuple[str, dict, str, dict]]:
+    """(reference arm, its row, p4cc arm, its row) for each reference arm
+    of ``summary`` (rows with a ``cc``) and the arm of the p4cc algorithm it
+    is held against at the same point (``same(row_a, row_b)``)."""
+    out = []
+    rows = {n: r for n, r in summary.items() if isinstance(r, dict) and "cc" in r}
+    for rn, rr in rows.items():
+        mine = REFERENCE_OF.get(rr["cc"])
+        for n, r in rows.items():
+            if mine and (r["cc"] == mine or cc_label(r["cc"]) == cc_label(mine)) and same(rr, r):
+                out.append((rn, rr, n, r))
+    return out
+
+
+class SkipArm(Exception):
+    """An arm that cannot be planned here (the reason, one line)."""
+
+
+def is_external(cc: str) -> bool:
+    return cc == EXTERNAL or cc in REFERENCES
+
+
+def external_commands(cc: str, p: dict) -> tuple[tuple[str, ...], tuple[str, ...], str]:
+    """(sender argv, receiver argv, label) of an external arm; SkipArm
+    when what it needs is not given."""
+    if cc == EXTERNAL:
+        snd, rcv = p.get("sender_cmd") or "", p.get("receiver_cmd") or ""
+        if not snd:
+            raise ValueError("protocol 'external' needs --set sender_cmd='PROGRAM ARGS' "
+                             "(and receiver_cmd= for a receiver of its own)")
+        return tuple(shlex.split(snd)), tuple(shlex.split(rcv)), f"external: {snd}"
+    s_var, r_var, label = REFERENCES[cc]
+    snd, rcv = os.environ.get(s_var, ""), os.environ.get(r_var, "")
+    if not snd or not rcv:
+        raise SkipArm(f"{cc}: skipped, {s_var} and {r_var} name the authors' sender and "
+                      "receiver command lines (docs/experiments.md, \"Reference arms\")")
+    return tuple(shlex.split(snd)), tuple(shlex.split(rcv)), label
+
+
+def external_flows(flows, sender_cmd, receiver_cmd,
+                   line_rate_bps: int | None = None) -> list[Agent]:
+    """``flows``: [(sender, receiver, start_s, stop_s)]. The receiver
+    program on each receiver host (none if ``receiver_cmd`` is empty),
+    then one sender program per flow, run over its window; flow ids 1, 2,
+    … in order."""
+    agents = []
+    if receiver_cmd:
+        for dst in dict.fromkeys(f[1] for f in flows):
+            agents.append(Agent(dst, "receiver", datapath="external", command=tuple(receiver_cmd)))
+    for i, (h, dst, start, stop) in enumerate(flows):
+        agents.append(Agent(h, "sender", datapath="external", command=tuple(sender_cmd),
+                            workload=Workload("long", flows=(FlowWindow(dst, start, stop),)),
+                            flow_id_base=i + 1, line_rate_bps=line_rate_bps))
+    return agents
+
+
+def protocol_flows(cc: str, p: dict, flows, seed: int, datapath: str = "user",
+                   line_rate_bps: int | None = None, cc_params: dict | None = None,
+                   ecn: bool = True) -> tuple[list[Agent], dict]:
+    """The agents of one arm's long flows ``flows`` ([(sender, receiver,
+    start_s, stop_s)]) under protocol ``cc``: p4cc's own (a receiver per
+    receiver host, a sender per flow, seeds ``seed``, ``seed``+1, …) or
+    an external program's (``external_commands``; SkipArm when not given),
+    and the settings that say which."""
+    if is_external(cc):
+        snd, rcv, label = external_commands(cc, p)
+        return (external_flows(flows, snd, rcv, line_rate_bps),
+                {"cc": cc, "datapath": "external", "external": label})
+    agents = [receiver(dst, datapath, cc) for dst in dict.fromkeys(f[1] for f in flows)]
+    for i, (h, dst, start, stop) in enumerate(flows):
+        agents.append(long_sender(h, dst, cc, datapath, start, stop, i + 1, seed + i,
+                                  cc_params, ecn=ecn, line_rate_bps=line_rate_bps))
+    return agents, {"cc": cc, "datapath": datapath}
 
 
 def receiver(host: str, datapath: str, cc: str | None = None) -> Agent:

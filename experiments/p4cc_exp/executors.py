@@ -34,7 +34,7 @@ from p4cc_topo.targets import (TargetCapabilityError, TargetUnavailable, find_bm
 from p4cc_topo.wakeup import KeepCpusAwake
 
 from . import bmv2_capacity
-from .agents import command, kernel_ecn_sysctl
+from .agents import command, external_command, kernel_ecn_sysctl
 from .arm_steps import ExecutorError, apply_event, read_ports, schedule
 from .fidelity import RunMonitor, judge_arm
 from .results import sent_bytes
@@ -111,6 +111,9 @@ class NamespaceLab:
         kernel congestion control the agents use available, keeps the CPUs
         awake, and sees whether the switch and agents can run realtime;
         returns what it did, one line each (for the run log)."""
+        missing = missing_programs(plan)
+        if missing:
+            raise ExecutorError(missing)
         self.target = self._choose_target(plan)
         problems = capability_problems(plan, self.target, self.links)
         if problems:
@@ -191,9 +194,18 @@ class NamespaceLab:
             return f"switch died: {', '.join(dead)} (see {outdir / 'logs'})" if dead else None
 
         def launch(a, start_ns):
+            log = f"{a.role}-{a.folder}.log" if a.role not in ("collector", "feed") else "collector.log"
+            if a.datapath == "external":
+                # The user's program: started (a sender at its window's
+                # start) and stopped on the plan's schedule; its output is
+                # kept in logs/.
+                (outdir / a.folder).mkdir(parents=True, exist_ok=True)
+                delay = (start_ns - time.time_ns()) / 1e9 + (
+                    a.workload.flows[0].start_s if a.role == "sender" else 0.0)
+                return net.popen(a.host, external_command(a, net.ip, outdir / a.folder, delay),
+                                 log=log)
             cmd = command(a, net.ip, outdir / a.folder, start_ns,
                           self._realtime.agent_prio if self._realtime else None)
-            log = f"{a.role}-{a.folder}.log" if a.role not in ("collector", "feed") else "collector.log"
             return net.popen(a.host, [agent, *cmd], log=log)
 
         waiting = [launch(a, 0) for a in arm.agents if a.role != "sender"]
@@ -239,6 +251,20 @@ class NamespaceLab:
         fid = judge_arm(monitor.record, arm, self.target, keepup)
         (outdir / "fidelity.json").write_text(json.dumps(fid, indent=1) + "\n")
         return {"target": self.target, "fidelity": fid}
+
+
+def missing_programs(plan: Plan) -> str | None:
+    """What an external agent of the plan would run but cannot be found
+    (hosts share this machine's file system), in one line; None when every
+    program is there."""
+    for arm in plan.arms:
+        for a in arm.external():
+            prog = a.command[0]
+            if not shutil.which(prog):
+                return (f"arm {arm.name}: the {a.role} program {prog!r} is not found "
+                        f"{'(not executable?)' if os.path.exists(prog) else 'on PATH'}; "
+                        "give its full path in the command")
+    return None
 
 
 def bmv2_load_pps(plan: Plan) -> float:

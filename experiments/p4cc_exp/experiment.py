@@ -30,9 +30,26 @@ class Experiment:
 
     def plan(self, p: dict, scale: str = "default") -> Plan:
         """The scenario plan of a run with parameters ``p``."""
+        if p.get("reference"):
+            from .blocks import with_references
+            p = dict(p, protocols=with_references(p["protocols"], p["reference"]))
         return Plan(experiment=self.id, title=self.title, source=self.source,
                     description=self.description, params=dict(p), seed=int(p.get("seed", 1)),
-                    arms=tuple(self.arms(p)), scale=scale).check()
+                    arms=tuple(self.arms(p)), scale=scale,
+                    notes=tuple(self.skipped(p))).check()
+
+    def skipped(self, p: dict) -> list[str]:
+        """Why arms the parameters ask for are not in the plan (reference
+        implementations this machine was not given), one line each."""
+        from .blocks import SkipArm, external_commands, is_external
+        out = []
+        for cc in p.get("protocols") or []:
+            if is_external(cc):
+                try:
+                    external_commands(cc, p)
+                except SkipArm as e:
+                    out.append(str(e))
+        return out
 
     def analyse(self, p: dict, results: dict[str, dict]) -> tuple[dict, dict[str, bool]]:
         """(summary, named checks) from the arms' results (results.arm_result)."""

@@ -38,6 +38,8 @@ def steady_flow_mbps(r: dict) -> list[float]:
     over. Whole 10 ms bins of tput.csv, so the start-up a warm-up leaves out
     is left out here too. A flow with no whole bin in the window (or an arm
     without both counter readings) keeps its lifetime goodput."""
+    if is_external(r):
+        return list(external_flow_mbps(r).values())
     out = []
     for d in sender_dirs(r):
         bins = series.tput_bins(d)
@@ -86,6 +88,56 @@ def utilisation_between(r: dict, first: str, last: str, rate_bps: float) -> floa
     return utilisation(part, rate_bps)
 
 
+def _external_packets(r: dict) -> list[tuple[int, str, int]]:
+    if r.get("port") is None:
+        return []
+    return series.postcard_bytes(Path(r["outdir"]) / "queue.csv", r["port"], r.get("switch_id"),
+                                 set(r["external_flows"].values()))
+
+
+def external_flow_mbps(r: dict) -> dict[str, float]:
+    """Flow id -> Mb/s on the wire through the measured port inside the
+    measurement window, of each external sender: its postcards' frame
+    bytes times the sampling (one in N), so an estimate where N > 1."""
+    by_src = {ip: fid for fid, ip in r["external_flows"].items()}
+    w = r.get("window_unix_ns")
+    total = {fid: 0 for fid in r["external_flows"]}
+    for t, src, n in _external_packets(r):
+        if w is None or w[0] <= t < w[1]:
+            total[by_src[src]] += n
+    span = (w[1] - w[0]) / 1e9 if w else r["window_s"]
+    k = r.get("postcard_one_in_n") or 1
+    return {fid: b * k * 8 / span / 1e6 if span > 0 else 0.0 for fid, b in total.items()}
+
+
+def external_flow_rates(r: dict, bin_s: float) -> dict[str, list[tuple[float, float]]]:
+    """flow_rates() of external senders, from the postcards (wire Mb/s)."""
+    by_src = {ip: fid for fid, ip in r["external_flows"].items()}
+    pkts = _external_packets(r)
+    if not pkts:
+        return {fid: [] for fid in r["external_flows"]}
+    t0, k = pkts[0][0], r.get("postcard_one_in_n") or 1
+    bins: dict[str, dict[int, int]] = {fid: {} for fid in r["external_flows"]}
+    for t, src, n in pkts:
+        b = bins[by_src[src]]
+        i = int((t - t0) / 1e9 / bin_s)
+        b[i] = b.get(i, 0) + n
+    return {fid: [(i * bin_s, b.get(i, 0) * k * 8 / bin_s / 1e6)
+                  for i in range(min(b), max(b) + 1)] if b else []
+            for fid, b in bins.items()}
+
+
+def is_external(r: dict) -> bool:
+    """An arm whose senders are programs of the user's (datapath 'external')."""
+    return (r.get("settings") or {}).get("datapath") == "external"
+
+
+def wire_mbps(r: dict) -> float:
+    """What the measured port sent between the two counter readings, Mb/s
+    on the wire (every byte of every frame)."""
+    return r["tx_bytes"] * 8 / r["window_s"] / 1e6 if r["window_s"] > 0 else 0.0
+
+
 def utilisation(r: dict, rate_bps: float) -> float:
     """How busy the measured port was between the two counter readings:
     the bytes it sent as a fraction of its line rate — or, where the target
@@ -103,6 +155,16 @@ def arm_summary(p: dict, r: dict) -> dict:
     """Throughput (each flow's goodput after the warm-up), utilisation, queue and
     RTT of one arm of long flows."""
     depths = [c["depth"] for c in queue_after(r, p["warmup"])]
+    if is_external(r):
+        # The user's program logs nothing p4cc reads: what crossed the
+        # bottleneck is the switch's count (headers and retransmissions
+        # included), and there is no RTT sample.
+        return {"label": r["label"], "throughput_mbps": wire_mbps(r),
+                "utilisation": utilisation(r, p["rate"]), "per_flow_mbps": steady_flow_mbps(r),
+                "queue_mean_pkts": mean(depths), "queue_p95_pkts": percentile(depths, 95),
+                "rtt_mean_us": float("nan"), "rtt_p95_us": float("nan"),
+                "flows": len(r["senders"]), "wire_mbps": wire_mbps(r),
+                "measured": "at the switch (external senders)"}
     cards = postcards(r)
     t0 = min((c["t"] for c in cards), default=0) + p["warmup"]
     rtts = [rtt for s in series.rtts(sender_dirs(r)).values() for (t, rtt, _) in s if t >= t0]
@@ -118,11 +180,14 @@ def arm_summary(p: dict, r: dict) -> dict:
         "rtt_mean_us": mean(rtts),
         "rtt_p95_us": percentile(rtts, 95),
         "flows": len(flows),
+        "wire_mbps": wire_mbps(r),
     }
 
 
 def flow_rates(r: dict, bin_s: float = 0.1) -> dict[str, list[tuple[float, float]]]:
     """flow id -> [(t since the first bin, Mbps)], averaged into ``bin_s`` bins."""
+    if is_external(r):
+        return external_flow_rates(r, bin_s)
     raw = series.throughput(sender_dirs(r))
     t0 = min((s[0][0] for s in raw.values() if s), default=0)
     out = {}

@@ -89,8 +89,23 @@ def run_facts(meta: dict, plan, fidelity: dict[str, dict]) -> dict:
     p4c = _tool_version("p4c-bm2-ss")
     if p4c:
         facts["p4c"] = p4c
+    ext = external_programs(plan)
+    if ext:
+        facts["external programs"] = ext
     facts["fidelity"] = {a: summary_line(f) for a, f in fidelity.items()}
     return facts
+
+
+def external_programs(plan) -> dict[str, str]:
+    """Arm -> the programs its external agents ran (not p4cc's agents:
+    what they measure of themselves is absent; the switch measured them)."""
+    out = {}
+    for arm in plan.arms:
+        cmds = {a.role: " ".join(a.command) for a in arm.external()}
+        if cmds:
+            out[arm.name] = "; ".join(f"{role}: {c}" for role, c in sorted(cmds.items(),
+                                                                          reverse=True))
+    return out
 
 
 def _verdict_table(verdicts) -> str:

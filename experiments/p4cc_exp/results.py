@@ -41,7 +41,10 @@ def arm_result(outdir: Path, arm: ArmPlan) -> dict:
            "window_s": float(m.get("window_s", 0.0)), "window_unix_ns": None,
            "complete": bool(m), "rate_pps": applied_rate_pps(outdir, q) if q else None,
            "reads": m.get("reads", {}), "t0_unix_ns": m.get("t0_unix_ns"),
-           "queue_key": q.key() if q else None}
+           "queue_key": q.key() if q else None,
+           # External senders log nothing p4cc reads: their flows are told
+           # apart in the postcards by source address.
+           "external_flows": external_flows(arm), "postcard_one_in_n": one_in_n(arm)}
     reads = m.get("reads", {})
     try:
         out["window_unix_ns"] = (int(reads["start"]["unix_ns"]), int(reads["end"]["unix_ns"]))
@@ -69,3 +72,17 @@ def applied_rate_pps(outdir: Path, q) -> float | None:
         return None
     pps = link.get("rate_pps")
     return float(pps) if pps else None
+
+
+def external_flows(arm: ArmPlan) -> dict[str, str]:
+    """Flow id -> source address of each external sender's flow."""
+    ips = {h["name"]: h["ip"].split("/")[0] for h in arm.topology.get("hosts", [])}
+    return {str(a.flow_id_base): ips[a.host] for a in arm.senders()
+            if a.datapath == "external" and a.host in ips}
+
+
+def one_in_n(arm: ArmPlan) -> int:
+    """The measured switch's postcard sampling: one packet in N."""
+    q = arm.measure.queue
+    sw = arm.switches.get(q.switch) if q else None
+    return int(sw.postcards.one_in_n) if sw and sw.postcards else 1

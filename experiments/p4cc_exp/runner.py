@@ -153,11 +153,12 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
     try:
         if fitted:
             progress.note(fitted)
+        for line in plan.notes:
+            progress.note(line)
         for line in executor.prepare(plan):
             progress.note(line)
         meta.update(executor.describe())
-        if fitted:
-            meta["notes"] = [fitted] + list(meta.get("notes") or [])
+        meta["notes"] = ([fitted] if fitted else []) + list(plan.notes) + list(meta.get("notes") or [])
         (outdir / "params.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
         for arm in plan.arms:
             # A fresh network per arm: no queue, counter or socket state
@@ -179,8 +180,7 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
         executor.finish()
     meta["finished"] = datetime.now().isoformat(timespec="seconds")
     meta.update(executor.describe())
-    if fitted:
-        meta["notes"] = [fitted] + list(meta.get("notes") or [])
+    meta["notes"] = ([fitted] if fitted else []) + list(plan.notes) + list(meta.get("notes") or [])
     (outdir / "params.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
 
     progress.phase("analysis and plots", ANALYSIS_S)

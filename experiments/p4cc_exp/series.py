@@ -70,6 +70,40 @@ def postcards(path: Path, egress_port: int | None = None,
     return out
 
 
+#: Ethernet header bytes a postcard's IPv4 length leaves out.
+ETH_HEADER = 14
+
+
+def postcard_bytes(path: Path, egress_port: int, switch_id: int | None,
+                   srcs: set[str]) -> list[tuple[int, str, int]]:
+    """(unix ns, source address, frame bytes) of the postcards of packets
+    from ``srcs`` that left ``egress_port``: what each sender put through
+    the port, as the switch saw it (for senders that log nothing p4cc
+    reads). Row by row, torn lines skipped, in time order."""
+    out = []
+    if not path.exists():
+        return out
+    with open(path, newline="") as f:
+        rd = csv.reader(f)
+        head = next(rd, None)
+        if not head:
+            return out
+        col = {k: i for i, k in enumerate(head)}
+        i_t, i_port, i_sw = col["recv_unix_ns"], col["egress_port"], col["switch_id"]
+        i_src, i_len = col["src"], col["len"]
+        for r in rd:
+            try:
+                if int(r[i_port]) != egress_port or r[i_src] not in srcs:
+                    continue
+                if switch_id is not None and int(r[i_sw]) != switch_id:
+                    continue
+                out.append((int(r[i_t]), r[i_src], int(r[i_len]) + ETH_HEADER))
+            except (IndexError, ValueError):
+                continue
+    out.sort()
+    return out
+
+
 def flows(dirs: list[Path]) -> list[dict]:
     out = []
     for d in dirs:

@@ -95,6 +95,11 @@ class VirtualTime:
     def prepare(self, plan: Plan) -> list[str]:
         find_sim()
         for arm in plan.arms:
+            ext = arm.external()
+            if ext:
+                raise ExecutorError(
+                    f"arm {arm.name} runs an external program ({' '.join(ext[0].command)}): "
+                    "only the namespace lab runs programs; drop --target sim")
             for cc in sorted(arm.kernel_ccs()):
                 if cc not in KERNEL_MODELS:
                     raise ExecutorError(

@@ -1,6 +1,8 @@
 """Verdicts: each check of an experiment judges a measured number against
 the paper's or the analysis' value, with a stated tolerance and source —
-never only one arm against another.
+never only one arm against another, save against a reference
+implementation's arm (the authors' own code, run beside p4cc's on the
+same bottleneck in the same run: ``against_reference``).
 
 A verdict is *pass* or *fail* on the numbers, and *void* when the run that
 produced them was not faithful enough for what the verdict is sensitive to
@@ -52,6 +54,28 @@ def verdict(name: str, measured, ok, expected: str, tolerance: str, source: str,
 
 def within(measured: float, target: float, rel: float) -> bool:
     return abs(measured - target) <= rel * abs(target)
+
+
+#: How far p4cc's throughput may be from the authors' code on the same
+#: bottleneck in the same run: the spread between the reference's own
+#: runs at one point (docs/experiments.md, "Reference arms").
+REFERENCE_RATE_TOLERANCE = 0.05
+
+
+def against_reference(what: str, measured: float, ref: float, ref_label: str, arms: list[str],
+                      rel: float | None = None, below: float | None = None,
+                      source: str = "") -> Verdict:
+    """p4cc's ``measured`` against a reference arm's ``ref``: within ``rel``
+    of it (both ways), or — for a higher-is-better figure — no more than
+    ``below`` under it."""
+    if below is not None:
+        ok, tol = measured >= ref - below, f"≥ reference − {below:g}"
+    else:
+        rel = REFERENCE_RATE_TOLERANCE if rel is None else rel
+        ok, tol = within(measured, ref, rel), f"±{rel * 100:g} %"
+    src = f"{ref_label} on the same bottleneck in this run"
+    return verdict(what, measured, ok, f"{ref_label}: {ref:.4g}", tol,
+                   f"{src}; {source}" if source else src, RATE, arms)
 
 
 def judge(verdicts: list[Verdict], fidelity: dict[str, dict]) -> list[Verdict]:

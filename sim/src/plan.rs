@@ -33,6 +33,9 @@ pub struct Plan {
     pub seed: u64,
     pub arms: Vec<Arm>,
     pub scale: String,
+    /// What the experiment left out and why.
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -132,6 +135,10 @@ pub struct Agent {
     /// Throughput bins of tput.csv, ms.
     #[serde(default = "ten")]
     pub bin_ms: f64,
+    /// An external agent's command: real time only (the executor refuses
+    /// such a plan before the simulator sees it).
+    #[serde(default)]
+    pub command: Vec<String>,
 }
 
 fn one() -> u64 {

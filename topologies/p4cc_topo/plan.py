@@ -42,7 +42,9 @@ DEVICE_CONFIG = "p4src/build/cc_switch.json"
 #: The UDP port the postcard collector listens on.
 COLLECTOR_UDP_PORT = 9999
 
-DATAPATHS = ("user", "kernel")
+DATAPATHS = ("user", "kernel", "external")
+#: What an external agent's command may name (agents.external_command fills them).
+EXTERNAL_FIELDS = ("dst", "self", "start", "stop", "duration", "rate_mbps", "out")
 #: "feed" is a collector that also returns each transport data packet's
 #: postcard to its sender (postcard-fed oracle TIMELY).
 ROLES = ("sender", "receiver", "collector", "feed")
@@ -342,7 +344,9 @@ class Agent:
     a sender."""
     host: str
     role: str
-    datapath: str = "user"            #: "user": p4cc transport over UDP; "kernel": TCP sockets
+    #: "user": p4cc transport over UDP; "kernel": TCP sockets; "external":
+    #: ``command``, a program p4cc only starts and stops (real time only)
+    datapath: str = "user"
     cc: str | None = None             #: congestion control (senders; kernel receivers too)
     cc_params: dict = field(default_factory=dict)
     ecn: bool = True                  #: send ECT (user) / negotiate ECN (kernel)
@@ -354,10 +358,34 @@ class Agent:
     out: str = ""                     #: folder in the arm's results (default: the host)
     rtt_every: int = 1                #: senders log one RTT sample in this many (rtt.csv)
     bin_ms: float = 10.0              #: senders' throughput bins (tput.csv), ms
+    #: an external agent's command line (argv); ``{dst}``, ``{self}`` (IP
+    #: addresses), ``{start}``, ``{stop}``, ``{duration}`` (s), ``{rate_mbps}``
+    #: and ``{out}`` (its folder) are filled in
+    command: tuple[str, ...] = ()
 
     @property
     def folder(self) -> str:
         return self.out or self.host
+
+    def _check_external(self, where: str) -> None:
+        import string
+        if self.role not in ("sender", "receiver"):
+            _fail(f"{where}.role", "an external agent is a sender or a receiver")
+        if not self.command or not all(isinstance(c, str) and c for c in self.command):
+            _fail(f"{where}.command", "an external agent needs a command line (argv)")
+        for c in self.command:
+            try:
+                names = [f for _, f, _, _ in string.Formatter().parse(c) if f is not None]
+            except ValueError as e:
+                _fail(f"{where}.command", f"{c!r}: {e}")
+            bad = [n for n in names if n not in EXTERNAL_FIELDS]
+            if bad:
+                _fail(f"{where}.command", f"{c!r} names {{{bad[0]}}} (known: "
+                      + ", ".join("{" + f + "}" for f in EXTERNAL_FIELDS) + ")")
+        if self.role == "sender" and (self.workload is None or self.workload.kind != "long"
+                                      or len(self.workload.flows) != 1):
+            _fail(f"{where}.workload", "an external sender runs one long flow window "
+                  "(workload 'long' with one flow): p4cc starts it then and stops it after")
 
     def check(self, where: str, hosts) -> None:
         if self.host not in hosts:
@@ -367,12 +395,16 @@ class Agent:
         if self.datapath not in DATAPATHS:
             _fail(f"{where}.datapath", f"{self.datapath!r} is not one of {', '.join(DATAPATHS)}")
         if self.role == "sender":
-            if not self.cc:
+            if not self.cc and self.datapath != "external":
                 _fail(f"{where}.cc", "a sender needs a congestion control")
             if self.workload is None:
                 _fail(f"{where}.workload", "a sender needs a workload")
             self.workload.check(f"{where}.workload", hosts)
         _num(self.bin_ms, f"{where}.bin_ms", 0.001, 60_000)
+        if self.datapath == "external":
+            self._check_external(where)
+        elif self.command:
+            _fail(f"{where}.command", "only an external agent (datapath 'external') has a command")
         if self.datapath == "kernel" and self.cc and self.cc not in KERNEL_CCS:
             _fail(f"{where}.cc", f"kernel TCP has no {self.cc!r} here (kernel: "
                   f"{', '.join(KERNEL_CCS)}; use datapath 'user' for p4cc's algorithms)")
@@ -444,6 +476,10 @@ class ArmPlan:
     def senders(self) -> list[Agent]:
         return [a for a in self.agents if a.role == "sender"]
 
+    def external(self) -> list[Agent]:
+        """Agents that are programs of the user's (datapath 'external')."""
+        return [a for a in self.agents if a.datapath == "external"]
+
     def collector(self) -> Agent | None:
         return next((a for a in self.agents if a.role in COLLECTOR_ROLES), None)
 
@@ -492,6 +528,8 @@ class Plan:
     seed: int
     arms: tuple[ArmPlan, ...]
     scale: str = "default"
+    #: what the experiment left out and why (arms it could not plan here)
+    notes: tuple[str, ...] = ()
 
     def arm(self, name: str) -> ArmPlan:
         for a in self.arms:
@@ -559,14 +597,14 @@ def _plain(obj):
 
 # Which field holds which nested type, for reading a plan back.
 _NESTED: dict[type, dict[str, Any]] = {
-    Plan: {"arms": ("tuple", ArmPlan)},
+    Plan: {"arms": ("tuple", ArmPlan), "notes": ("tuple", str)},
     ArmPlan: {"switches": ("dict_str", SwitchConfig), "agents": ("tuple", Agent),
               "measure": ("one", Measure), "events": ("tuple", Event)},
     SwitchConfig: {"routes": ("tuple", Route), "ports": ("dict_int", PortConfig),
                    "postcards": ("one", Postcards), "ecmp_groups": ("dict_int", EcmpGroup)},
     EcmpGroup: {"members": ("tuple", NextHop), "buckets": ("tuple", float)},
     PortConfig: {"ecn_red": ("one", Red)},
-    Agent: {"workload": ("one", Workload)},
+    Agent: {"workload": ("one", Workload), "command": ("tuple", str)},
     Workload: {"flows": ("tuple", FlowWindow), "sizes": ("one", Sizes), "dsts": ("tuple", str)},
     Measure: {"ports": ("tuple", PortRef), "queue": ("one", PortRef),
               "reads_at_s": ("tuple", float)},

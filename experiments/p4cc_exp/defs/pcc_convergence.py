@@ -11,11 +11,11 @@ from p4cc_topo import load_topology
 from p4cc_topo.plan import port_between
 
 from .. import blocks, metrics
-from ..blocks import cc_label
+from ..blocks import EXTERNAL_PARAMS, cc_label
 from ..experiment import Experiment
 from ..params import Param, rate_bps, seconds, str_list
 from ..stats import jain_index, mean
-from ..verdicts import RATE, verdict
+from ..verdicts import RATE, against_reference, verdict
 from .dctcp_convergence import join_leave_plot
 
 KERNEL = {"cubic", "reno"}
@@ -77,6 +77,7 @@ class PccConvergence(Experiment):
         Param("settle", 2, "seconds after each join/leave left out", seconds, 0, 600),
         Param("protocols", "pcc,pcc-vivace,cubic", "pcc / pcc-vivace (p4cc transport), cubic / reno "
               "(kernel TCP)", str_list),
+        *EXTERNAL_PARAMS,
         Param("cc_params", "", "PCC parameters KEY=VALUE,... (p4cc-host --list-cc)", str_list),
         Param("warmup", 0.5, "seconds before the first counter reading", seconds, 0, 60),
         Param("seed", 1, "random seed", int),
@@ -105,18 +106,22 @@ class PccConvergence(Experiment):
         shared = port_between(topo, "s1", "s2")
         out = []
         for cc in p["protocols"]:
-            if cc not in KERNEL | {"pcc", "pcc-allegro", "pcc-vivace"}:
-                raise ValueError(f"protocols: unknown '{cc}' (pcc, pcc-vivace, cubic, reno)")
+            if cc not in KERNEL | {"pcc", "pcc-allegro", "pcc-vivace"} and not blocks.is_external(cc):
+                raise ValueError(f"protocols: unknown '{cc}' (pcc, pcc-vivace, cubic, reno, "
+                                 "external, " + ", ".join(blocks.REFERENCES) + ")")
             dp = "kernel" if cc in KERNEL else "user"
-            agents = [blocks.receiver(f"r{i}", dp, cc) for i in range(1, n + 1)]
-            for i in range(n):
-                start, stop = blocks.join_leave_window(i, n, iv)
+            flows = [(f"h{i + 1}", f"r{i + 1}", *blocks.join_leave_window(i, n, iv))
+                     for i in range(n)]
+            try:
                 # Plain TCP: no ECN, as in the paper.
-                agents.append(blocks.long_sender(f"h{i + 1}", f"r{i + 1}", cc, dp, start, stop,
-                                                 i + 1, p["seed"] + i, cc_params, ecn=dp == "user"))
-            out.append(blocks.arm(cc, f"{cc_label(cc)} ({'kernel TCP' if dp == 'kernel' else 'p4cc transport'})",
-                                  topo, agents, (2 * n - 1) * iv, p["warmup"], shared,
-                                  {"cc": cc, "datapath": dp}))
+                agents, settings = blocks.protocol_flows(cc, p, flows, p["seed"], dp,
+                                                         cc_params=cc_params, ecn=dp == "user")
+            except blocks.SkipArm:
+                continue
+            where = {"kernel": "kernel TCP", "user": "p4cc transport"}.get(settings["datapath"])
+            label = f"{cc_label(cc)} ({where})" if where else settings["external"]
+            out.append(blocks.arm(cc, label, topo, agents, (2 * n - 1) * iv, p["warmup"], shared,
+                                  settings))
         return out
 
     def analyse(self, p, results):
@@ -140,6 +145,7 @@ class PccConvergence(Experiment):
                                           if len(ph["flows"]) > 1 and ph["stddev_mbps"] == ph["stddev_mbps"]]),
                 "utilisation": busy,
                 "queue_median_pkts": depths[len(depths) // 2] if depths else 0,
+                "cc": r["settings"]["cc"],
             }
         for name, s in summary.items():
             multi = [ph for ph in s["phases"] if len(ph["flows"]) > 1]
@@ -157,6 +163,16 @@ class PccConvergence(Experiment):
                 f"{s['label']}: the shared link stays busy", s["utilisation"],
                 s["utilisation"] >= 0.9, "100 % of the link", "≥ 90 %",
                 "PCC (NSDI 2015) Fig. 12 (the flows' sum at capacity)", RATE, [name]))
+        for rn, rs, n, s in blocks.reference_pairs(summary, lambda a, b: True):
+            ref = rs["label"]
+            verdicts.append(against_reference(
+                f"{s['label']}: the shared link's utilisation", s["utilisation"],
+                rs["utilisation"], ref, [n, rn]))
+            verdicts.append(against_reference(
+                f"{s['label']}: fairness in the worst multi-flow phase",
+                s["min_jain_multi_flow_verdict_window"], rs["min_jain_multi_flow_verdict_window"],
+                ref, [n, rn], below=0.02,
+                source="0.02: the spread of the PCC seed's indices (0.98–0.99)"))
         return summary, verdicts
 
     def plot(self, p, results, summary, outdir):

@@ -6,27 +6,49 @@ from p4cc_topo import load_topology
 from p4cc_topo.plan import port_towards
 
 from .. import blocks, metrics
-from ..blocks import cc_label
+from ..blocks import EXTERNAL_PARAMS, cc_label
 from ..experiment import Experiment
 from ..params import Param, fraction, rate_bps, seconds, str_list
 from ..theory import tcp_model_bps
-from ..verdicts import RATE, verdict
+from ..verdicts import RATE, against_reference, verdict
 
 
 def bottleneck_sweep(p: dict, points: list, topology, name, label, setting: str) -> list:
     """One arm per (point, protocol): ``topology(point)`` a dumbbell whose
-    bottleneck has the swept property, long flows of the protocol on the
-    user-space transport across it."""
+    bottleneck has the swept property, long flows of the protocol across
+    it — p4cc's transport, or an external program (the user's, a
+    reference implementation; skipped, with the plan's note saying why,
+    where it is not given)."""
     out = []
-    for x in points:
-        topo = topology(x)
-        for cc in p["protocols"]:
-            agents = blocks.long_flows(topo, topo.role("senders"), "rx", cc, "user",
-                                       p["duration"], p["seed"], line_rate_bps=p["rate"])
-            out.append(blocks.arm(name(cc, x), label(cc, x), topo, agents, p["duration"],
-                                  p["warmup"], port_towards(topo, "rx"),
-                                  {"cc": cc, "datapath": "user", setting: x}))
+    for cc in p["protocols"]:
+        for x in points:
+            topo = topology(x)
+            flows = [(h, "rx", 0.0, p["duration"]) for h in topo.role("senders")]
+            try:
+                agents, settings = blocks.protocol_flows(cc, p, flows, p["seed"],
+                                                         line_rate_bps=p["rate"])
+            except blocks.SkipArm:
+                break
+            out.append(blocks.arm(name(cc, x), arm_label(settings, label(cc, x)), topo, agents,
+                                  p["duration"], p["warmup"], port_towards(topo, "rx"),
+                                  {**settings, setting: x}))
     return out
+
+
+def reference_verdicts(summary: dict, key: str, where) -> list:
+    """p4cc's PCC against its authors' code at each point both ran: the
+    bottleneck's wire rate (what the switch counted for either)."""
+    return [against_reference(
+        f"{cc_label(r['cc'])} at {where(r[key])}: wire rate", r["wire_mbps"], rr["wire_mbps"],
+        rr["label"].split(",")[0], [n, rn])
+        for rn, rr, n, r in blocks.reference_pairs(summary, lambda a, b: a[key] == b[key])]
+
+
+def arm_label(settings: dict, label: str) -> str:
+    """An external arm's label names its program in place of p4cc's."""
+    if settings.get("datapath") != "external":
+        return label
+    return f"{settings['external']}, {label.split(', ', 1)[-1]}"
 
 
 class PccLossy(Experiment):
@@ -44,6 +66,7 @@ class PccLossy(Experiment):
         Param("buffer", 250, "bottleneck buffer, packets (375 KB)", int, 1, 100_000),
         Param("losses", "0,0.01,0.02,0.04", "loss probabilities to sweep", str_list),
         Param("protocols", "pcc,pcc-vivace,cubic", "arms (user-space transport)", str_list),
+        *EXTERNAL_PARAMS,
         Param("senders", 1, "flows", int, 1, 10),
         Param("duration", 10, "seconds per point", seconds, 0.01, 3600),
         Param("warmup", 3, "seconds ignored at the start", seconds, 0, 600),
@@ -84,6 +107,7 @@ class PccLossy(Experiment):
                     model / 2e6 <= row["throughput_mbps"] <= 2 * model / 1e6,
                     f"{what}: {model / 1e6:.2f} Mb/s", "within ×2",
                     "Mathis et al. 1997; RFC 9438; PCC lossy-link figure", RATE, [name]))
+        verdicts += reference_verdicts(summary, "loss", lambda x: f"{x * 100:g} % loss")
         return summary, verdicts
 
     def plot(self, p, results, summary, outdir):

@@ -7,11 +7,12 @@ from p4cc_topo import load_topology
 from p4cc_topo.plan import port_towards
 
 from .. import blocks, metrics
-from ..blocks import cc_label
+from ..blocks import EXTERNAL_PARAMS, cc_label
+from .pcc_lossy import arm_label
 from ..experiment import Experiment
 from ..params import Param, rate_bps, seconds, str_list
 from ..stats import percentile
-from ..verdicts import RATE, verdict
+from ..verdicts import RATE, against_reference, verdict
 
 BOTTLENECK_ONE_WAY_S = 0.0005
 
@@ -30,6 +31,7 @@ class PccRttFairness(Experiment):
         Param("short_rtt", "10ms", "RTT of the short flow", seconds, 0.002, 1),
         Param("long_rtts", "20ms,50ms,100ms", "RTTs of the long flow (paper: 20-100 ms)", str_list),
         Param("protocols", "pcc,pcc-vivace,reno,cubic", "arms (user-space transport)", str_list),
+        *EXTERNAL_PARAMS,
         Param("runs", 1, "runs per point (min/median/max over runs)", int, 1, 20),
         # The paper's 60 s: the 100 ms flow climbs to its share over tens of
         # seconds (15 s runs measured PCC mid-climb: docs/experiments.md).
@@ -55,14 +57,18 @@ class PccRttFairness(Experiment):
             for cc in p["protocols"]:
                 for k in range(p["runs"]):
                     # Each run its own seed: min/median/max over runs.
-                    agents = blocks.long_flows(topo, ["h1", "h2"], "rx", cc, "user",
-                                               p["duration"], p["seed"] + 100 * k,
-                                               line_rate_bps=p["rate"])
+                    flows = [(h, "rx", 0.0, p["duration"]) for h in ("h1", "h2")]
+                    try:
+                        agents, settings = blocks.protocol_flows(
+                            cc, p, flows, p["seed"] + 100 * k, line_rate_bps=p["rate"])
+                    except blocks.SkipArm:
+                        break
                     out.append(blocks.arm(
                         f"{cc}-rtt{rtt * 1e3:g}ms-run{k + 1}",
-                        f"{cc_label(cc)}, long RTT {rtt * 1e3:g} ms, run {k + 1}", topo, agents,
+                        arm_label(settings, f"{cc_label(cc)}, long RTT {rtt * 1e3:g} ms, "
+                                  f"run {k + 1}"), topo, agents,
                         p["duration"], p["warmup"], port_towards(topo, "rx"),
-                        {"cc": cc, "datapath": "user", "long_rtt": rtt}))
+                        {**settings, "long_rtt": rtt}))
         return out
 
     def analyse(self, p, results):
@@ -103,6 +109,20 @@ class PccRttFairness(Experiment):
                     f"RTTs/RTTl = {hi:.2f}", "×1.5 either side",
                     "Lakshman & Madhow 1997 (RTT⁻²), Mathis et al. 1997 (RTT⁻¹); PCC RTT-fairness "
                     "figure", RATE, arms))
+        # p4cc's PCC against its authors' code: the medians at each long RTT.
+        meds = {k: percentile(v, 50) for k, v in points.items()}
+        for (cc, rtt), med in sorted(meds.items()):
+            mine = blocks.REFERENCE_OF.get(cc)
+            if not mine:
+                continue
+            for (cc2, rtt2), med2 in sorted(meds.items()):
+                if rtt2 == rtt and cc_label(cc2) == cc_label(mine):
+                    arms = [n for n, row in summary.items() if isinstance(row, dict)
+                            and row.get("cc") in (cc, cc2) and row.get("long_rtt_ms") == rtt]
+                    verdicts.append(against_reference(
+                        f"{cc_label(cc2)}: long/short throughput at {rtt:g} ms", med2, med,
+                        blocks.REFERENCES[cc][2], arms, below=0.1,
+                        source="0.1: a tenth of the fair share (1), the resolution the PCC figure is read at"))
         return summary, verdicts
 
     def plot(self, p, results, summary, outdir):

@@ -5,11 +5,11 @@ from __future__ import annotations
 from p4cc_topo import load_topology
 
 from .. import metrics
-from ..blocks import cc_label
+from ..blocks import EXTERNAL_PARAMS, cc_label
 from ..experiment import Experiment
 from ..params import Param, rate_bps, seconds, str_list
 from ..verdicts import RATE, verdict
-from .pcc_lossy import bottleneck_sweep
+from .pcc_lossy import bottleneck_sweep, reference_verdicts
 
 
 def buffers(p: dict) -> list[int]:
@@ -77,6 +77,7 @@ class PccShallow(Experiment):
         Param("buffers", "5,20,75,275", "bottleneck buffers to sweep, packets (paper: 5-275)",
               str_list),
         Param("protocols", "pcc,pcc-vivace,cubic", "arms (user-space transport)", str_list),
+        *EXTERNAL_PARAMS,
         Param("senders", 1, "flows", int, 1, 10),
         Param("duration", 10, "seconds per point (paper: 60)", seconds, 0.01, 3600),
         Param("warmup", 3, "seconds ignored at the start", seconds, 0, 600),
@@ -106,6 +107,7 @@ class PccShallow(Experiment):
                     f"{rate_mbps:g} Mb/s (the link)", "≥ 90 %",
                     "the BDP rule of thumb (Villamizar & Song 1994); PCC Fig. 7's TCP at 1 BDP",
                     RATE, [name]))
+        verdicts += reference_verdicts(summary, "buffer", lambda b: f"a {b}-packet buffer")
         return summary, verdicts
 
     def plot(self, p, results, summary, outdir):

@@ -1,0 +1,96 @@
+"""External arms: a program of the user's as an experiment's sender,
+started and stopped on the plan's schedule in a real lab, judged from what
+the switch measured of it; and the way such arms are refused or skipped."""
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from p4cc_exp.runner import RunError
+from p4cc_exp.registry import get
+from p4cc_exp.runner import make_plan, run
+from p4cc_exp.verdicts import REFERENCE_RATE_TOLERANCE
+from p4cc_topo.plan import Plan
+
+PACER = Path(__file__).with_name("udp_pacer.py")
+PAYLOAD = 1200
+MBPS = 30.0
+#: What a datagram of PAYLOAD bytes takes on the wire: UDP, IPv4, Ethernet.
+WIRE_MBPS = MBPS * (PAYLOAD + 8 + 20 + 14) / PAYLOAD
+
+
+def _ref_env(monkeypatch):
+    monkeypatch.setenv("P4CC_REF_PCC_VIVACE",
+                       f"{sys.executable} {PACER} send {{dst}} {MBPS:g} {PAYLOAD}")
+    monkeypatch.setenv("P4CC_REF_PCC_RECEIVER", f"{sys.executable} {PACER} sink")
+
+
+def test_reference_arms_are_skipped_with_the_reason_without_their_programs(monkeypatch):
+    monkeypatch.delenv("P4CC_REF_PCC_VIVACE", raising=False)
+    plan = make_plan(get("pcc-lossy"), ["reference=vivace", "losses=0"])
+    assert [a.name for a in plan.arms if a.external()] == []
+    assert any("P4CC_REF_PCC_VIVACE" in n and "Reference arms" in n for n in plan.notes)
+
+
+def test_an_external_plan_round_trips_and_names_its_fields(tmp_path, monkeypatch):
+    _ref_env(monkeypatch)
+    plan = make_plan(get("pcc-lossy"), ["reference=vivace", "losses=0", "protocols=cubic"])
+    back = Plan.load(plan.write(tmp_path / "plan.json"))
+    ext = back.arm("ref-pcc-vivace-loss0").external()
+    assert [a.role for a in ext] == ["receiver", "sender"]
+    assert ext[1].command[-3:] == ("{dst}", f"{MBPS:g}", str(PAYLOAD))
+    with pytest.raises(ValueError, match=r"\{nope\}"):
+        make_plan(get("pcc-lossy"), ["protocols=external", "sender_cmd=prog {nope}"])
+    with pytest.raises(ValueError, match="sender_cmd"):
+        make_plan(get("pcc-lossy"), ["protocols=external"])
+
+
+def test_virtual_time_refuses_an_external_arm_in_one_line(tmp_path, monkeypatch):
+    _ref_env(monkeypatch)
+    with pytest.raises(RunError, match="external program") as e:
+        run(get("pcc-lossy"), target="sim", out=str(tmp_path / "run"),
+            overrides=["reference=vivace", "losses=0", "protocols=cubic"])
+    assert "\n" not in str(e.value)
+
+
+def test_a_missing_program_is_named_before_anything_runs(tmp_path):
+    with pytest.raises(RunError, match="'no-such-sender' is not found"):
+        run(get("pcc-lossy"), target="embedded", out=str(tmp_path / "run"),
+            overrides=["protocols=external", "sender_cmd=no-such-sender {dst}", "losses=0"])
+
+
+def test_an_external_sender_is_measured_and_judged_by_the_switch(tmp_path, monkeypatch):
+    if os.geteuid() != 0:
+        pytest.skip("needs root (namespaces)")
+    _ref_env(monkeypatch)
+    out = tmp_path / "run"
+    run(get("pcc-lossy"), target="embedded", out=str(out),
+        overrides=["reference=vivace", "protocols=pcc-vivace", "losses=0", "duration=4",
+                   "warmup=1"])
+    s = json.loads((out / "summary.json").read_text())
+    ref, mine = s["summary"]["ref-pcc-vivace-loss0"], s["summary"]["pcc-vivace-loss0"]
+    # The pacer's rate as the switch's port counters saw it...
+    assert ref["throughput_mbps"] == pytest.approx(WIRE_MBPS, rel=0.05), ref
+    assert ref["wire_mbps"] == ref["throughput_mbps"]
+    # ... and as its postcards did, told apart by source address.
+    assert ref["per_flow_mbps"] == [pytest.approx(WIRE_MBPS, rel=0.05)], ref
+    # What only an agent's own logs know is absent, not guessed.
+    assert ref["rtt_mean_us"] is None or math.isnan(ref["rtt_mean_us"])
+    assert ref["measured"].startswith("at the switch")
+    # The verdict holds p4cc's Vivace against the reference's wire rate.
+    v = next(v for v in s["verdicts"] if "wire rate" in v["name"])
+    assert v["measured"] == pytest.approx(mine["wire_mbps"])
+    assert f"{ref['wire_mbps']:.4g}" in v["expected"]
+    assert v["tolerance"] == f"±{REFERENCE_RATE_TOLERANCE * 100:g} %"
+    assert sorted(v["arms"]) == ["pcc-vivace-loss0", "ref-pcc-vivace-loss0"]
+    # (void where this machine's load made the emulation lag: fidelity.py)
+    assert v["status"] in ("void", "pass" if abs(mine["wire_mbps"] - ref["wire_mbps"])
+                           <= REFERENCE_RATE_TOLERANCE * ref["wire_mbps"] else "fail")
+    # The programs' own output is kept; the report names them.
+    logs = out / "ref-pcc-vivace-loss0" / "logs"
+    assert "sent " in (logs / "sender-h1.log").read_text()
+    assert "received " in (logs / "receiver-rx.log").read_text()
+    assert "udp_pacer.py send" in (out / "report.html").read_text()
