@@ -3,6 +3,10 @@
     p4cc list
     p4cc run EXPERIMENT [--target auto|embedded|bmv2|sim] [--scale paper] [--set k=v ...] [--out DIR]
                         [--links p4cc|netem]             how bmv2's ports get delay and loss
+                        [--keep all|series|summary]      what of the results folder stays
+    p4cc sweep EXPERIMENT --grid NAME=V1,V2,... [--grid ...] [--seeds N] [--target ...]
+                        [--scale paper] [--set k=v ...] [--out DIR] [--address RAY_ADDRESS]
+                        [--retries N] [--keep summary|series|all]   every grid point x seed on Ray
     p4cc run EXPERIMENT --plan-only [--out DIR]     writes DIR/plan.json, runs nothing
     p4cc run --plan plan.json [--target ...]         reruns exactly a saved plan
     p4cc up TOPOLOGY [--target ...]                  a programmed lab in namespaces, until Ctrl-C
@@ -65,7 +69,8 @@ def _run(args) -> int:
         target = "sim"
     try:
         report = run(exp, target=target, overrides=args.set or [], out=args.out,
-                     plan=plan, plan_only=args.plan_only, scale=args.scale, links=args.links)
+                     plan=plan, plan_only=args.plan_only, scale=args.scale, links=args.links,
+                     keep=args.keep)
     except ParamError as e:
         print(f"p4cc: {e}", file=sys.stderr)
         return 2
@@ -140,6 +145,10 @@ LINKS_HELP = ("bmv2 only: how its ports get link delay and loss — p4cc (defaul
               "interface, where the kernel has it")
 
 
+KEEP_HELP = ("what of the results folder stays: all (default for run), series (what `p4cc "
+             "analyse` needs: no logs), summary (summary.json, report, plots, plan, params)")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["ctl"]:
@@ -164,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", help="results folder (default results/EXPERIMENT-TIMESTAMP)")
     r.add_argument("--help-params", action="store_true", help="list the parameters and exit")
     r.add_argument("--links", default="p4cc", choices=("p4cc", "netem"), help=LINKS_HELP)
+    r.add_argument("--keep", default="all", choices=("all", "series", "summary"), help=KEEP_HELP)
     r.set_defaults(fn=_run)
     for name, what in (("up", "bring a topology up programmed (pipeline, routes, K, link model) in "
                               "network namespaces until Ctrl-C"),

@@ -1,17 +1,24 @@
 """Readers for the files host agents and the collector write
-(docs/hosts.md): each returns plain lists/dicts, no pandas needed."""
+(docs/hosts.md): each returns plain lists/dicts, no pandas needed.
+
+Each is asked for ``X.csv`` and reads X.csv or, once the run converted it,
+X.parquet (columnar.py), with the same result: rows() gives the CSV's text
+either way, the typed readers the same numbers."""
 from __future__ import annotations
 
-import csv
 from pathlib import Path
+
+from .columnar import empty, records, text
 
 
 def rows(path: Path) -> list[dict]:
-    """A CSV file's rows as dicts (none if it does not exist)."""
-    if not path.exists():
-        return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+    """A series file's rows as dicts of the CSV's text (none if there is
+    no such file)."""
+    head, body = records(Path(path))
+    n = len(head)
+    # csv.DictReader's rules: a short row's missing fields are None
+    return [{k: (text(v) if i < len(r) else None) for i, (k, v) in
+             enumerate(zip(head, list(r) + [None] * (n - len(r))))} for r in body if r]
 
 
 #: Bytes of a Tofino queue cell (constants.p4 DEPTH_UNIT_CELLS80).
@@ -39,33 +46,29 @@ def postcards(path: Path, egress_port: int | None = None,
     depth_raw and depth_unit (as the switch reported), qdelay_us. Read row
     by row: paper-scale runs write millions."""
     out = []
-    if not path.exists():
+    head, body = records(Path(path))
+    if not head:
         return out
-    with open(path, newline="") as f:
-        rows = csv.reader(f)
-        head = next(rows, None)
-        if not head:
-            return out
-        col = {k: i for i, k in enumerate(head)}
-        i_t, i_port, i_sw = col["recv_unix_ns"], col["egress_port"], col["switch_id"]
-        i_d, i_dd, i_q = col["enq_qdepth"], col["deq_qdepth"], col["qdelay_us"]
-        # Files written before the collector named the unit are packets.
-        i_u = col.get("depth_unit")
-        for r in rows:
-            try:
-                port = int(r[i_port])
-                if egress_port is not None and port != egress_port:
-                    continue
-                if switch_id is not None and int(r[i_sw]) != switch_id:
-                    continue
-                unit = (r[i_u] if i_u is not None else "") or "packets"
-                raw, deq = int(r[i_d]), int(r[i_dd])
-                out.append({"t": int(r[i_t]) / 1e9, "port": port,
-                            "depth": depth_in_packets(raw, unit, mtu),
-                            "deq_depth": depth_in_packets(deq, unit, mtu),
-                            "depth_raw": raw, "depth_unit": unit, "qdelay_us": int(r[i_q])})
-            except (IndexError, ValueError):
-                continue  # a torn last line of a killed collector
+    col = {k: i for i, k in enumerate(head)}
+    i_t, i_port, i_sw = col["recv_unix_ns"], col["egress_port"], col["switch_id"]
+    i_d, i_dd, i_q = col["enq_qdepth"], col["deq_qdepth"], col["qdelay_us"]
+    # Files written before the collector named the unit are packets.
+    i_u = col.get("depth_unit")
+    for r in body:
+        try:
+            port = int(r[i_port])
+            if egress_port is not None and port != egress_port:
+                continue
+            if switch_id is not None and int(r[i_sw]) != switch_id:
+                continue
+            unit = (r[i_u] if i_u is not None else "") or "packets"
+            raw, deq = int(r[i_d]), int(r[i_dd])
+            out.append({"t": int(r[i_t]) / 1e9, "port": port,
+                        "depth": depth_in_packets(raw, unit, mtu),
+                        "deq_depth": depth_in_packets(deq, unit, mtu),
+                        "depth_raw": raw, "depth_unit": unit, "qdelay_us": int(r[i_q])})
+        except (IndexError, ValueError, TypeError):
+            continue  # a torn last line of a killed collector (None: an empty cell)
     out.sort(key=lambda x: x["t"])
     return out
 

@@ -1,0 +1,160 @@
+"""Series files in Parquet: the CSVs host agents and the collector write
+(queue.csv, flows.csv, tput.csv, rtt.csv, hops.csv, recv_flows.csv, any
+other ``*.csv`` of an arm) become ``<name>.parquet`` with zstd after each
+arm, and the CSV goes; the readers of series.py read either form.
+
+The Parquet file has the CSV's columns in the CSV's order. A column is
+int64 when every value is an integer that fits, float64 when every value
+is a number (the agents write shortest round-trip decimals, so nothing is
+lost), and text otherwise — an integer too large for int64 (a u64 seed)
+stays text rather than become an inexact float. An empty numeric cell is
+null. ``records`` hands back the typed values; ``text`` renders one back
+exactly as the CSV had it (an int as its digits, a float as its shortest
+round-trip decimal, a null as ""), so an analysis that parses either form
+gets the same numbers.
+
+``P4CC_SERIES=csv`` keeps the CSVs (for tools that want text).
+"""
+from __future__ import annotations
+
+import csv
+import os
+import re
+from pathlib import Path
+from typing import Iterator
+
+SUFFIX = ".parquet"
+_INT = re.compile(r"-?\d+")
+
+
+def keep_csv() -> bool:
+    return os.environ.get("P4CC_SERIES", "parquet").lower() == "csv"
+
+
+def source(path: Path) -> Path | None:
+    """The file a reader asked for as ``X.csv``: X.csv if it is there, else
+    X.parquet, else None."""
+    path = Path(path)
+    if path.exists():
+        return path
+    alt = path.with_suffix(SUFFIX)
+    return alt if alt.exists() else None
+
+
+def _column_type(values: list[str]):
+    import pyarrow as pa
+    cells = [v for v in values if v != ""]
+    if not cells:
+        return pa.string()
+    if all(_INT.fullmatch(v) for v in cells):
+        if all(-2**63 <= int(v) < 2**63 for v in cells):
+            return pa.int64()
+        return pa.string()  # a u64 beyond int64: text keeps every digit
+    try:
+        for v in cells:
+            float(v)
+    except ValueError:
+        return pa.string()
+    return pa.float64()
+
+
+def _typed(values: list[str], kind):
+    import pyarrow as pa
+    if kind == pa.int64():
+        return [int(v) if v != "" else None for v in values]
+    if kind == pa.float64():
+        return [float(v) if v != "" else None for v in values]
+    return values
+
+
+def read_csv_table(path: Path):
+    """A CSV as an Arrow table with the types above. A row whose number of
+    fields is not the header's (the torn last line of a killed collector)
+    is dropped, as the readers drop it."""
+    import pyarrow as pa
+    with open(path, newline="") as f:
+        reader = csv.reader(f)
+        head = next(reader, None) or []
+        body = [r for r in reader if len(r) == len(head)]
+    cols = list(zip(*body)) if body else [()] * len(head)
+    arrays, fields = [], []
+    for name, col in zip(head, cols):
+        col = list(col)
+        kind = _column_type(col)
+        arrays.append(pa.array(_typed(col, kind), type=kind))
+        fields.append(pa.field(name, kind))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def write_parquet(table, path: Path) -> None:
+    """zstd, written to a temporary name and renamed: a reader never sees
+    half a file."""
+    import pyarrow.parquet as pq
+    tmp = path.with_name(path.name + ".tmp")
+    pq.write_table(table, tmp, compression="zstd", store_schema=False,
+                   # statistics only pay for themselves on large files
+                   write_statistics=table.num_rows >= 10_000)
+    os.replace(tmp, path)
+
+
+def convert(path: Path) -> Path:
+    """One CSV to Parquet beside it; the CSV is removed once the Parquet
+    file is complete."""
+    path = Path(path)
+    out = path.with_suffix(SUFFIX)
+    write_parquet(read_csv_table(path), out)
+    path.unlink()
+    return out
+
+
+def convert_folder(folder: Path) -> list[Path]:
+    """Every CSV under ``folder`` (an arm's results) to Parquet, except
+    under logs/ (agents' and switches' own logs stay as written).
+    Returns the Parquet files written; nothing with P4CC_SERIES=csv."""
+    if keep_csv():
+        return []
+    out = []
+    for p in sorted(Path(folder).rglob("*.csv")):
+        if "logs" in p.relative_to(folder).parts:
+            continue
+        out.append(convert(p))
+    return out
+
+
+def records(path: Path) -> tuple[list[str], Iterator[list]]:
+    """(columns, rows) of a series file asked for as ``X.csv``: rows are
+    lists of text from a CSV and of typed values (None for empty) from
+    Parquet. No file: no columns, no rows."""
+    src = source(path)
+    if src is None:
+        return [], iter(())
+    if src.suffix == SUFFIX:
+        import pyarrow.parquet as pq
+        table = pq.read_table(src)
+        cols = [table.column(i).to_pylist() for i in range(table.num_columns)]
+        return list(table.column_names), (list(r) for r in zip(*cols))
+    f = open(src, newline="")
+    reader = csv.reader(f)
+    head = next(reader, None)
+    if not head:
+        f.close()
+        return [], iter(())
+
+    def rows():
+        with f:
+            yield from reader
+    return head, rows()
+
+
+def text(v) -> str:
+    """A typed value as the CSV wrote it (see the module's note)."""
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return repr(v)  # shortest round-trip: float() gives the same number back
+    return str(v)
+
+
+def empty(v) -> bool:
+    """An empty cell, in either form."""
+    return v is None or v == ""
