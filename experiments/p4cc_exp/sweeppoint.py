@@ -10,6 +10,8 @@ nothing.
         run.log               its run log
     OUT/tmp/<key>.<id>/       a point being run (a crashed one's leftovers)
     OUT/failures/<key>.json   the last error of a point that failed every try
+    OUT/attempts.log          a line per run started (key, node, attempt, time):
+                              what ran where, and that no finished point ran again
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ import uuid
 from datetime import datetime
 from pathlib import Path
 
-POINTS, TMP, FAILURES = "points", "tmp", "failures"
+POINTS, TMP, FAILURES, ATTEMPTS = "points", "tmp", "failures", "attempts.log"
 
 
 class SweepError(RuntimeError):
@@ -82,7 +84,11 @@ def run_point(out: str, key: str, plan_json: dict, target: str, keep: str, links
     for attempt in range(1, retries + 2):
         tmp = out / TMP / f"{key}.{uuid.uuid4().hex[:8]}"
         tmp.mkdir(parents=True)
-        started, t0 = datetime.now().isoformat(timespec="seconds"), time.monotonic()
+        started, t0 = datetime.now().isoformat(timespec="milliseconds"), time.monotonic()
+        # one write of one short line with O_APPEND: lines of parallel tasks do not interleave
+        with open(out / ATTEMPTS, "a") as f:
+            f.write(json.dumps({"key": key, "node": node_id(), "host": socket.gethostname(),
+                                "attempt": attempt, "started": started, "tmp": tmp.name}) + "\n")
         try:
             with open(tmp / "run.log", "w") as log, contextlib.redirect_stderr(log), \
                     contextlib.redirect_stdout(log):
@@ -91,7 +97,7 @@ def run_point(out: str, key: str, plan_json: dict, target: str, keep: str, links
             _atomic_json(tmp / "point.json", {
                 "key": key, "node": node_id(), "host": socket.gethostname(), "pid": os.getpid(),
                 "attempt": attempt, "started": started,
-                "finished": datetime.now().isoformat(timespec="seconds"),
+                "finished": datetime.now().isoformat(timespec="milliseconds"),
                 "wall_s": round(time.monotonic() - t0, 3), "run_id": uuid.uuid4().hex})
             try:
                 os.rename(tmp, final)
