@@ -37,8 +37,9 @@ def _num(v):
         return None
 
 
-def headlines(exp, rows: list[dict]) -> list[tuple[str, str, str | None, str]]:
-    """(column, label, theory column or None, theory label) to plot."""
+def headlines(exp, rows: list[dict]) -> list[tuple]:
+    """(column, label, theory column or None, theory label, the headline's
+    label, arm or "") to plot: one figure per headline, a line per arm."""
     cols = [c for c in dict.fromkeys(k for r in rows for k in r) if c.startswith("summary.")]
     out = []
     for h in exp.headlines or []:
@@ -51,13 +52,14 @@ def headlines(exp, rows: list[dict]) -> list[tuple[str, str, str | None, str]]:
                 theory = f"{prefix}{h.theory}" if h.theory else None
                 arm = prefix[len("summary."):].rstrip(".")
                 label = f"{h.label} ({arm})" if arm else h.label
-                out.append((c, label, theory if theory in cols else None, h.theory_label))
+                out.append((c, label, theory if theory in cols else None, h.theory_label,
+                            h.label, arm))
     if out or exp.headlines:
         return out
     for c in cols:
         vals = {r.get(c) for r in rows if r.get("status") == "done" and _num(r.get(c)) is not None}
         if len(vals) > 1:
-            out.append((c, c[len("summary."):], None, ""))
+            out.append((c, c[len("summary."):], None, "", c[len("summary."):], ""))
     return out
 
 
@@ -94,7 +96,9 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")[:80] or "plot"
 
 
-def metric_plot(groups_, swept, name, col, label, theory, theory_label, outdir) -> Path:
+def metric_plot(groups_, swept, name, cols, label, theory_label, outdir) -> Path:
+    """``cols``: (column, arm, theory column) of one headline, a line per
+    arm and combination of the other swept parameters."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -110,8 +114,10 @@ def metric_plot(groups_, swept, name, col, label, theory, theory_label, outdir) 
     numeric = all(v is not None for v in xs_num.values())
     pos = {raw: (xs_num[raw] if numeric else j) for j, raw in enumerate(raws)}
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for n, (other, pts) in enumerate(sorted(series.items(), key=lambda kv: str(kv[0]))):
-        pts.sort(key=lambda t: pos[t[0]])
+    lines = [(col, arm, theory, other, pts) for col, arm, theory in cols
+             for other, pts in sorted(series.items(), key=lambda kv: str(kv[0]))]
+    for n, (col, arm, theory, other, pts) in enumerate(lines):
+        pts = sorted(pts, key=lambda t: pos[t[0]])
         xs, ms, cis, th = [], [], [], []
         for raw, rs in pts:
             m, ci, k = mean_ci(_num(r.get(col)) for r in rs)
@@ -122,7 +128,7 @@ def metric_plot(groups_, swept, name, col, label, theory, theory_label, outdir) 
             cis.append(0.0 if math.isnan(ci) else ci)
             if theory:
                 th.append(mean_ci(_num(r.get(theory)) for r in rs)[0])
-        tag = ", ".join(f"{k}={v}" for k, v in zip(others, other))
+        tag = ", ".join(([arm] if arm else []) + [f"{k}={v}" for k, v in zip(others, other)])
         color = f"C{n % 10}"
         ax.errorbar(xs, ms, yerr=cis, marker="o", capsize=4, color=color,
                     label=(tag or "measured") + " (mean, 95 % CI)")
@@ -136,7 +142,7 @@ def metric_plot(groups_, swept, name, col, label, theory, theory_label, outdir) 
     ax.set_ylabel(label)
     ax.set_title(f"{label} against {name}", fontsize=10)
     ax.legend(fontsize=7)
-    return _save(fig, outdir / f"sweep_{_slug(col)}_vs_{_slug(name)}.png")
+    return _save(fig, outdir / f"sweep_{_slug(label)}_vs_{_slug(name)}.png")
 
 
 def theory_plot(groups_, swept, col, label, theory, theory_label, outdir) -> Path:
@@ -215,11 +221,15 @@ def write(outdir: Path, exp, request: dict, rows: list[dict]) -> Path:
     grp = groups(rows, swept)
     heads = headlines(exp, rows)
     plots: list[tuple[str, Path]] = []
-    for col, label, theory, tlabel in heads:
+    figures: dict[str, list] = {}
+    for col, label, theory, tlabel, head, arm in heads:
+        figures.setdefault(head, []).append((col, arm, theory, tlabel))
+    for head, cols in figures.items():
         for name in swept:
             if len(plots) < MAX_PLOTS:
-                plots.append((f"{label} against {name}",
-                              metric_plot(grp, swept, name, col, label, theory, tlabel, outdir)))
+                plots.append((f"{head} against {name}", metric_plot(
+                    grp, swept, name, [c[:3] for c in cols], head, cols[0][3], outdir)))
+    for col, label, theory, tlabel, _, _ in heads:
         if theory and len(plots) < MAX_PLOTS:
             plots.append((f"{label} against {tlabel or 'the analysis'}",
                           theory_plot(grp, swept, col, label, theory, tlabel, outdir)))
@@ -247,7 +257,7 @@ def write(outdir: Path, exp, request: dict, rows: list[dict]) -> Path:
     for caption, p in plots:
         parts.append(f"<h2>{html.escape(caption)}</h2>{_img(p)}")
     head = "".join(f"<th>{html.escape(k)}</th>" for k in swept)
-    head += "<th>seeds done</th>" + "".join(f"<th>{html.escape(l)}</th>" for _, l, _, _ in heads[:12])
+    head += "<th>seeds done</th>" + "".join(f"<th>{html.escape(h[1])}</th>" for h in heads[:12])
     head += "<th>verdicts pass</th>"
     body = []
     for key, rs in grp.items():
@@ -255,7 +265,7 @@ def write(outdir: Path, exp, request: dict, rows: list[dict]) -> Path:
         cells = "".join(f"<td>{html.escape(str(v))}</td>" for v in key)
         cells += f"<td>{len(rs)} / {len(all_rs)}</td>"
         cells += "".join(f"<td>{_fmt_ci(*mean_ci(_num(r.get(c)) for r in rs))}</td>"
-                         for c, _, _, _ in heads[:12])
+                         for c, *_ in heads[:12])
         share = (f"{sum(bool(r.get('verdicts_pass')) for r in rs)} / {len(rs)}" if rs else "–")
         body.append(f"<tr>{cells}<td>{share}</td></tr>")
     parts.append(f"<h2>Points</h2><table><tr>{head}</tr>{''.join(body)}</table>")
