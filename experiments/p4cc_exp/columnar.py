@@ -41,30 +41,27 @@ def source(path: Path) -> Path | None:
     return alt if alt.exists() else None
 
 
-def _column_type(values: list[str]):
+def _typed_column(col):
+    """A column of CSV text as int64, float64 or text (the module's rules),
+    with empty cells null in the numeric ones."""
     import pyarrow as pa
-    cells = [v for v in values if v != ""]
-    if not cells:
-        return pa.string()
-    if all(_INT.fullmatch(v) for v in cells):
-        if all(-2**63 <= int(v) < 2**63 for v in cells):
-            return pa.int64()
-        return pa.string()  # a u64 beyond int64: text keeps every digit
+    import pyarrow.compute as pc
+    empty = pc.equal(col, "")
+    if pc.all(empty).as_py() is not False:
+        return col  # nothing but empty cells (or no rows): text
+    nulled = pc.if_else(empty, pa.scalar(None, pa.string()), col)
     try:
-        for v in cells:
-            float(v)
-    except ValueError:
-        return pa.string()
-    return pa.float64()
-
-
-def _typed(values: list[str], kind):
-    import pyarrow as pa
-    if kind == pa.int64():
-        return [int(v) if v != "" else None for v in values]
-    if kind == pa.float64():
-        return [float(v) if v != "" else None for v in values]
-    return values
+        return pc.cast(nulled, pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    try:
+        floats = pc.cast(nulled, pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return col
+    # integers that failed int64 only by their size (a u64): text keeps every digit
+    if pc.all(pc.match_substring_regex(pc.drop_null(nulled), r"^-?[0-9]+$")).as_py():
+        return col
+    return floats
 
 
 def read_csv_table(path: Path):
@@ -72,18 +69,25 @@ def read_csv_table(path: Path):
     fields is not the header's (the torn last line of a killed collector)
     is dropped, as the readers drop it."""
     import pyarrow as pa
+    import pyarrow.csv as pacsv
     with open(path, newline="") as f:
-        reader = csv.reader(f)
-        head = next(reader, None) or []
-        body = [r for r in reader if len(r) == len(head)]
-    cols = list(zip(*body)) if body else [()] * len(head)
-    arrays, fields = [], []
-    for name, col in zip(head, cols):
-        col = list(col)
-        kind = _column_type(col)
-        arrays.append(pa.array(_typed(col, kind), type=kind))
-        fields.append(pa.field(name, kind))
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+        head = next(csv.reader(f), None) or []
+    if not head:
+        return pa.table({})
+    def read(skip_bad: bool):
+        return pacsv.read_csv(
+            path, read_options=pacsv.ReadOptions(block_size=1 << 24),
+            parse_options=pacsv.ParseOptions(
+                invalid_row_handler=(lambda row: "skip") if skip_bad else None),
+            convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in head},
+                                                 strings_can_be_null=False,
+                                                 quoted_strings_can_be_null=False))
+    try:
+        table = read(False)
+    except pa.ArrowInvalid:
+        table = read(True)  # slower: a Python call per bad row, and no parallel parse
+    cols = [_typed_column(table.column(i).combine_chunks()) for i in range(table.num_columns)]
+    return pa.Table.from_arrays(cols, names=table.column_names)
 
 
 def write_parquet(table, path: Path) -> None:

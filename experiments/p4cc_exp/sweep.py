@@ -52,10 +52,12 @@ def start_ray(address: str | None, realtime: bool):
     """Connects to the cluster at ``address`` (or RAY_ADDRESS), or starts a
     local runtime with the machine's cores and one p4cc_realtime."""
     import ray
-    env = task_env()
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    # A local runtime's workers inherit this process's environment; a
+    # cluster's get the variables that matter through a runtime environment.
+    env = task_env() if address else {}
     kw = dict(log_to_driver=False, logging_level="ERROR", configure_logging=True,
               runtime_env={"env_vars": env} if env else None)
-    address = address or os.environ.get("RAY_ADDRESS") or None
     try:
         if address:
             ray.init(address=address, **kw)
