@@ -113,7 +113,7 @@ def paper(tmp: Path, run_them: bool, names: list[str]) -> None:
 
 
 PARALLEL = dict(exp="dctcp-theory", grid=["k=20,24,28,32,36,40,44,48,52,56,60,64,68,72,76,80"],
-                set=["ns=10", "duration=3", "warmup=1"])
+                set=["ns=10", "duration=8", "warmup=1"])
 
 
 def parallel(tmp: Path) -> None:
