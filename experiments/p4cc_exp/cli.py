@@ -115,6 +115,10 @@ def _sweep(args) -> int:
         print(f"\np4cc: interrupted with {e.done} of {e.total} runs complete in {e.outdir}; "
               "the same command continues the sweep", file=sys.stderr)
         return 130
+    except KeyboardInterrupt:
+        print("\np4cc: interrupted; every finished run is kept, and the same command "
+              "continues the sweep", file=sys.stderr)
+        return 130
     print(f"[p4cc] report: {report}")
     return 1 if n["failed"] else 0
 

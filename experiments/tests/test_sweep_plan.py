@@ -69,3 +69,13 @@ def test_list_values_and_bad_grids():
         parse_grid(["k=1,1"])
     with pytest.raises(ParamError, match="k=0"):
         expand(exp, parse_grid(["k=0,2"]), 1, "sim")
+
+
+def test_the_command_refuses_bad_grids_in_one_line(capsys, tmp_path):
+    from p4cc_exp.cli import main
+    assert main(["sweep", "dctcp-theory", "--grid", "nosuch=1,2", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown parameter" in err[0]
+    assert main(["sweep", "fct", "--grid", "load=0.3", "--seeds", "0", "--out", str(tmp_path)]) == 2
+    assert main(["sweep", "nosuch", "--grid", "k=1"]) == 2
+    assert not (tmp_path / "sweep.json").exists()    # nothing written for a refused sweep
