@@ -27,7 +27,7 @@ from .keep import KEEPS
 from .params import ParamError
 from .progress import SweepProgress
 from .runner import ROOT, RunError
-from .sweeppoint import FAILURES, POINTS, SweepError, complete, one_line, run_point
+from .sweeppoint import FAILURES, POINTS, TMP, SweepError, complete, one_line, run_point
 from .sweepplan import Point, expand, parse_grid
 
 #: The Ray resource a real-time point takes whole; declare 1 per node.
@@ -122,6 +122,16 @@ def check_disk(points: list[Point], outdir: Path, keep: str, slots: int) -> str:
     return line
 
 
+def tidy(outdir: Path) -> None:
+    """Removes what interrupted runs left in tmp/ for points that are now
+    complete (a run of a missing point may still be under way there, for
+    another sweep over the same folder: that is left alone)."""
+    import shutil
+    for d in (outdir / TMP).glob("*.*"):
+        if complete(outdir / POINTS / d.name.split(".", 1)[0]):
+            shutil.rmtree(d, ignore_errors=True)
+
+
 def _plan(p: Point):
     from p4cc_topo.plan import Plan
     return Plan.from_json(p.plan)
@@ -154,14 +164,17 @@ def sweep(exp, grid_items: list[str], seeds: int = 1, target: str = "sim",
     todo = [p for p in points if not complete(outdir / POINTS / p.key)]
     realtime = target != "sim"
     progress = SweepProgress(len(points), 1, stream=stream)
-    progress.note(f"{exp.id}: {len(points)} runs ({len(points) // max(1, len(set(p.seed for p in points)))}"
-                  f" grid points × {len(set(p.seed for p in points))} seeds); "
+    n_seeds = len({p.seed for p in points})
+    progress.note(f"{exp.id}: {len(points)} runs ({len(points) // max(1, n_seeds)} grid point"
+                  f"{'s' if len(points) // max(1, n_seeds) != 1 else ''} × {n_seeds} seed"
+                  f"{'s' if n_seeds != 1 else ''}); "
                   f"{len(points) - len(todo)} already complete, {len(todo)} to run; results in {outdir}")
     token = prepare_out(outdir, request, points)
     counts = {"done": len(points) - len(todo), "failed": 0, "ran": 0, "total": len(points)}
     if todo:
         counts = _run_on_ray(exp, outdir, todo, points, target, keep, links, retries, token,
                              address, realtime, progress, counts)
+    tidy(outdir)
     rows = sweeptable.rows(outdir, exp, points)
     sweeptable.write(rows, outdir / "results.parquet")
     report = sweepreport.write(outdir, exp, request, rows)
