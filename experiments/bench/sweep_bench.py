@@ -116,7 +116,7 @@ PARALLEL = dict(exp="dctcp-theory", grid=["k=20,24,28,32,36,40,44,48,52,56,60,64
                 # 1 Gb/s, RTT 1 ms (C·RTT = 83 packets, as the paper's): a few
                 # seconds of simulation per point, so that Ray's start (about
                 # 6 s here) is a small part of the whole
-                set=["ns=10", "rate=1Gbps", "rtt=1ms", "duration=3", "warmup=1"])
+                set=["ns=10", "rate=1Gbps", "rtt=1ms", "duration=8", "warmup=1"])
 
 
 def parallel(tmp: Path) -> None:
