@@ -27,7 +27,8 @@ from .keep import KEEPS
 from .params import ParamError
 from .progress import SweepProgress
 from .runner import ROOT, RunError
-from .sweeppoint import FAILURES, POINTS, TMP, SweepError, complete, one_line, run_point
+from .sweeppoint import (FAILURES, POINTS, TMP, SweepError, abandoned, complete, one_line,
+                         run_point)
 from .sweepplan import Point, expand, parse_grid
 
 #: The Ray resource a real-time point takes whole; declare 1 per node.
@@ -123,12 +124,12 @@ def check_disk(points: list[Point], outdir: Path, keep: str, slots: int) -> str:
 
 
 def tidy(outdir: Path) -> None:
-    """Removes what interrupted runs left in tmp/ for points that are now
-    complete (a run of a missing point may still be under way there, for
-    another sweep over the same folder: that is left alone)."""
+    """Removes what interrupted runs left in tmp/: folders whose process is
+    gone, of points that are complete by now. A run still under way (of
+    another sweep over the same folder, or on another host) is left alone."""
     import shutil
     for d in (outdir / TMP).glob("*.*"):
-        if complete(outdir / POINTS / d.name.split(".", 1)[0]):
+        if complete(outdir / POINTS / d.name.split(".", 1)[0]) and abandoned(d):
             shutil.rmtree(d, ignore_errors=True)
 
 

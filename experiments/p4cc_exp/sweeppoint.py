@@ -27,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 
 POINTS, TMP, FAILURES, ATTEMPTS = "points", "tmp", "failures", "attempts.log"
+OWNER = "owner.json"
 
 
 class SweepError(RuntimeError):
@@ -53,6 +54,24 @@ def _atomic_json(path: Path, data: dict) -> None:
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
     tmp.write_text(json.dumps(data, indent=1, default=str) + "\n")
     os.replace(tmp, path)
+
+
+def abandoned(tmp: Path) -> bool:
+    """A run folder in tmp/ whose process is gone (on this host; one of
+    another host's is never judged from here)."""
+    try:
+        owner = json.loads((tmp / OWNER).read_text())
+    except (OSError, ValueError):
+        return True  # no owner: left by a rename's loser, or older than owners
+    if owner.get("host") != socket.gethostname():
+        return False
+    try:
+        os.kill(int(owner["pid"]), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, ValueError, KeyError):
+        return False
+    return False
 
 
 def one_line(e: BaseException) -> str:
@@ -82,8 +101,12 @@ def run_point(out: str, key: str, plan_json: dict, target: str, keep: str, links
                          "--out must be a path every node of the cluster shares")
     error = ""
     for attempt in range(1, retries + 2):
+        if complete(final):  # another sweep over the same folder finished it meanwhile
+            return {"key": key, "status": "done", "ran": attempt > 1}
         tmp = out / TMP / f"{key}.{uuid.uuid4().hex[:8]}"
         tmp.mkdir(parents=True)
+        # whose run this is: tidy() removes it only once this process is gone
+        (tmp / OWNER).write_text(json.dumps({"host": socket.gethostname(), "pid": os.getpid()}))
         started, t0 = datetime.now().isoformat(timespec="milliseconds"), time.monotonic()
         # one write of one short line with O_APPEND: lines of parallel tasks do not interleave
         with open(out / ATTEMPTS, "a") as f:
@@ -99,6 +122,7 @@ def run_point(out: str, key: str, plan_json: dict, target: str, keep: str, links
                 "attempt": attempt, "started": started,
                 "finished": datetime.now().isoformat(timespec="milliseconds"),
                 "wall_s": round(time.monotonic() - t0, 3), "run_id": uuid.uuid4().hex})
+            (tmp / OWNER).unlink()
             try:
                 os.rename(tmp, final)
             except OSError:
@@ -117,6 +141,9 @@ def run_point(out: str, key: str, plan_json: dict, target: str, keep: str, links
             last = {"key": key, "error": error, "attempts": attempt, "node": node_id(),
                     "host": socket.gethostname(), "at": datetime.now().isoformat(timespec="seconds"),
                     "traceback": traceback.format_exc()[-4000:], "log_tail": log_tail}
+            with open(out / ATTEMPTS, "a") as f:
+                f.write(json.dumps({"key": key, "attempt": attempt, "error": error,
+                                    "log_tail": log_tail[-300:]}) + "\n")
             shutil.rmtree(tmp, ignore_errors=True)
     (out / FAILURES).mkdir(exist_ok=True)
     _atomic_json(out / FAILURES / f"{key}.json", last)

@@ -9,7 +9,8 @@ CHEAP = ["ns=2", "duration=0.5", "warmup=0.1"]
 
 def attempts(out: Path) -> list[dict]:
     f = Path(out) / "attempts.log"
-    return [json.loads(l) for l in f.read_text().splitlines()] if f.exists() else []
+    lines = [json.loads(l) for l in f.read_text().splitlines()] if f.exists() else []
+    return [a for a in lines if "started" in a]   # runs started (not their errors)
 
 
 def point_meta(out: Path) -> dict[str, dict]:

@@ -3,8 +3,8 @@ node with its own temp dir and one core): points run on both nodes, the
 second node is killed mid-sweep, and the same command afterwards finishes
 every point without running a finished one again.
 
-Slow: about 2–3 minutes (two Ray nodes start, and Ray takes a while to
-declare the killed node dead)."""
+Marked slow: 30–60 s here (two Ray nodes start, two sweeps run), more on
+a loaded machine."""
 import json
 import os
 import signal
