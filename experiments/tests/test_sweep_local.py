@@ -98,3 +98,25 @@ exec {sim_bin} "$@"
     assert {k: v["run_id"] for k, v in point_meta(out).items() if k in before} == \
         {k: v["run_id"] for k, v in before.items()}
     assert not (out / "failures" / f"{bad['point']}.json").exists()
+
+
+def test_two_sweeps_over_one_folder(tmp_path, sim_bin):
+    """Started together over the same --out: each point folder ends up
+    whole and once, the table and report readable, nothing left in tmp/."""
+    import os
+    import subprocess
+    out = tmp_path / "sw"
+    cmd = [sys.executable, "-m", "p4cc_exp.cli", "sweep", "dctcp-theory", "--target", "sim",
+           "--grid", "k=20,30,40,50", *sum((["--set", s] for s in CHEAP), []), "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    for p in procs:
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-2000:]
+    metas = point_meta(out)
+    assert len(metas) == 4
+    assert all((out / "points" / k / "summary.json").exists() for k in metas)
+    assert {r["status"] for r in table(out)} == {"done"}
+    assert not list((out / "tmp").iterdir())
+    assert (out / "report.html").read_text().endswith("</html>")
