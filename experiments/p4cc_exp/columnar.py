@@ -158,7 +158,3 @@ def text(v) -> str:
         return repr(v)  # shortest round-trip: float() gives the same number back
     return str(v)
 
-
-def empty(v) -> bool:
-    """An empty cell, in either form."""
-    return v is None or v == ""
