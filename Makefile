@@ -23,7 +23,7 @@ help:
 	@echo "make p4           recompile p4src/ with p4c (needs p4c-bm2-ss)"
 	@echo "make p4-tna       compile p4src/tna/ with bf-p4c for tofino and tofino2 (docs/tofino.md)"
 	@echo "make ptf [TARGET=embedded|bmv2|tofino]  the PTF data-plane suite (default: every target present)"
-	@echo "make bench        benchmarks that print figures (switch and hosts)"
+	@echo "make bench        benchmarks that print figures (switch, hosts, simulator, sweeps)"
 	@echo "make clean        remove anything a killed run left behind (netns, links, processes)"
 
 setup:
@@ -70,6 +70,7 @@ bench: setup
 	bash hosts/bench/veth_bench.sh
 	$(PY) sim/bench/bench.py
 	$(PY) experiments/bench/fidelity_bench.py
+	$(PY) experiments/bench/sweep_bench.py
 
 clean:
 	@if [ -x $(P4CC) ]; then $(P4CC) clean; else echo "nothing to clean (p4cc not set up)"; fi

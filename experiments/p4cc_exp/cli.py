@@ -3,6 +3,10 @@
     p4cc list
     p4cc run EXPERIMENT [--target auto|embedded|bmv2|sim] [--scale paper] [--set k=v ...] [--out DIR]
                         [--links p4cc|netem]             how bmv2's ports get delay and loss
+                        [--keep all|series|summary]      what of the results folder stays
+    p4cc sweep EXPERIMENT --grid NAME=V1,V2,... [--grid ...] [--seeds N] [--target ...]
+                        [--scale paper] [--set k=v ...] [--out DIR] [--address RAY_ADDRESS]
+                        [--retries N] [--keep summary|series|all]   every grid point x seed on Ray
     p4cc run EXPERIMENT --plan-only [--out DIR]     writes DIR/plan.json, runs nothing
     p4cc run --plan plan.json [--target ...]         reruns exactly a saved plan
     p4cc up TOPOLOGY [--target ...]                  a programmed lab in namespaces, until Ctrl-C
@@ -65,7 +69,8 @@ def _run(args) -> int:
         target = "sim"
     try:
         report = run(exp, target=target, overrides=args.set or [], out=args.out,
-                     plan=plan, plan_only=args.plan_only, scale=args.scale, links=args.links)
+                     plan=plan, plan_only=args.plan_only, scale=args.scale, links=args.links,
+                     keep=args.keep)
     except ParamError as e:
         print(f"p4cc: {e}", file=sys.stderr)
         return 2
@@ -83,6 +88,39 @@ def _run(args) -> int:
         return 0
     print(f"[p4cc] report: {report}")
     return 0
+
+
+def _sweep(args) -> int:
+    from .params import ParamError
+    from .registry import get
+    from .runner import RunError
+    from .sweep import SweepError, SweepInterrupted, sweep
+    try:
+        exp = get(args.experiment)
+    except KeyError as e:
+        print(f"p4cc: {e.args[0]}", file=sys.stderr)
+        return 2
+    try:
+        report, n = sweep(exp, args.grid or [], seeds=args.seeds, target=args.target,
+                          scale=args.scale, overrides=args.set or [], out=args.out,
+                          address=args.address, retries=args.retries, keep=args.keep,
+                          links=args.links)
+    except ParamError as e:
+        print(f"p4cc: {e}", file=sys.stderr)
+        return 2
+    except (SweepError, RunError, OSError) as e:
+        print(f"p4cc: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 1
+    except SweepInterrupted as e:
+        print(f"\np4cc: interrupted with {e.done} of {e.total} runs complete in {e.outdir}; "
+              "the same command continues the sweep", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("\np4cc: interrupted; every finished run is kept, and the same command "
+              "continues the sweep", file=sys.stderr)
+        return 130
+    print(f"[p4cc] report: {report}")
+    return 1 if n["failed"] else 0
 
 
 def _lab(args) -> int:
@@ -140,6 +178,10 @@ LINKS_HELP = ("bmv2 only: how its ports get link delay and loss — p4cc (defaul
               "interface, where the kernel has it")
 
 
+KEEP_HELP = ("what of the results folder stays: all (default for run), series (what `p4cc "
+             "analyse` needs: no logs), summary (summary.json, report, plots, plan, params)")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["ctl"]:
@@ -164,7 +206,32 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", help="results folder (default results/EXPERIMENT-TIMESTAMP)")
     r.add_argument("--help-params", action="store_true", help="list the parameters and exit")
     r.add_argument("--links", default="p4cc", choices=("p4cc", "netem"), help=LINKS_HELP)
+    r.add_argument("--keep", default="all", choices=("all", "series", "summary"), help=KEEP_HELP)
     r.set_defaults(fn=_run)
+    w = sub.add_parser("sweep", help="run an experiment over a grid of parameters × seeds, "
+                                     "each point a Ray task (docs/sweeps.md)")
+    w.add_argument("experiment")
+    w.add_argument("--grid", action="append", metavar="NAME=V1,V2,...",
+                   help="a swept parameter and its values (repeatable: the grid is every "
+                        "combination; ';' separates values that are lists themselves)")
+    w.add_argument("--seeds", type=int, default=1,
+                   help="runs per grid point, seeds S, S+1, … from the experiment's seed")
+    w.add_argument("--target", default="auto", choices=("auto", "embedded", "bmv2", "sim"),
+                   help="as for run; sim: virtual time, one core per point; others: real "
+                        "time, one point per node at a time")
+    w.add_argument("--scale", default="default", choices=("default", "paper"))
+    w.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="a parameter every point shares (repeatable)")
+    w.add_argument("--out", help="the sweep's folder (default results/sweep-EXPERIMENT-TIMESTAMP); "
+                                 "the same --out continues a sweep")
+    w.add_argument("--address", help="a Ray cluster to run on (default: RAY_ADDRESS, else a "
+                                     "local runtime with this machine's cores)")
+    w.add_argument("--retries", type=int, default=1,
+                   help="further tries of a point that fails or whose node dies (default 1)")
+    w.add_argument("--keep", default="series", choices=("all", "series", "summary"),
+                   help=KEEP_HELP.replace("default for run", "all logs") + "; default series")
+    w.add_argument("--links", default="p4cc", choices=("p4cc", "netem"), help=LINKS_HELP)
+    w.set_defaults(fn=_sweep)
     for name, what in (("up", "bring a topology up programmed (pipeline, routes, K, link model) in "
                               "network namespaces until Ctrl-C"),
                        ("mininet", "bring a topology up programmed at Mininet's prompt")):

@@ -2,11 +2,24 @@
 run, and the analysis and plots of a results folder."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from p4cc_topo.plan import ArmPlan, Plan
 
 from .params import Param
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A number a sweep's report draws against each swept parameter: a
+    value of the summary (dotted: ``arm.name``; ``name`` alone also matches
+    it under every arm, one line each), and optionally the analysis' value
+    of the same point to draw beside it and against it."""
+    metric: str
+    label: str
+    theory: str | None = None
+    theory_label: str = ""
 
 
 class Experiment:
@@ -23,6 +36,16 @@ class Experiment:
     #: beyond what bmv2 forwards on the machine is slowed to a rate it can
     #: carry, unless the user set this parameter (runner.fit_to_bmv2).
     rate_param: str | None = None
+
+    #: What `p4cc sweep`'s report plots (sweepreport.py); none: every
+    #: numeric summary value that varies across the sweep's points.
+    headlines: list[Headline] = []
+
+    def sweep_values(self, p: dict, summary: dict) -> dict:
+        """Numbers of one point for a sweep's table beside its summary's
+        own (e.g. a peak and its predicted value under one name whichever
+        arm the point has); dotted names, like the summary's."""
+        return {}
 
     def arms(self, p: dict) -> list[ArmPlan]:
         """The runs the experiment compares, each a self-contained arm plan."""

@@ -98,3 +98,62 @@ class Progress:
             self.stream.write("\r" + " " * 100 + "\r")
         print(f"[p4cc] {message} in {fmt_secs(time.monotonic() - self._start)}",
               file=self.stream, flush=True)
+
+
+@dataclass
+class SweepProgress:
+    """A sweep's line: points done / running / failed of the total, and the
+    time left from the points finished so far (their mean wall time, over
+    how many run at once)."""
+    total: int
+    slots: int
+    stream: object = field(default_factory=lambda: sys.stderr)
+    done: int = 0
+    failed: int = 0
+    running: int = 0
+    _start: float = field(default_factory=time.monotonic)
+    _walls: list = field(default_factory=list)
+    _last: float = 0.0
+    _last_line: str = ""
+
+    def update(self, done: int, running: int, failed: int, wall_s: float | None = None,
+               force: bool = False) -> None:
+        self.done, self.running, self.failed = done, running, failed
+        if wall_s is not None:
+            self._walls.append(wall_s)
+        self.draw(force)
+
+    def left(self) -> float | None:
+        if not self._walls:
+            return None
+        rest = self.total - self.done - self.failed
+        per = sum(self._walls) / len(self._walls)
+        return per * rest / max(1, min(self.slots, rest or 1))
+
+    def line(self) -> str:
+        left = self.left()
+        return (f"sweep: {self.done}/{self.total} done, {self.running} running, "
+                f"{self.failed} failed, elapsed {fmt_secs(time.monotonic() - self._start)}, "
+                + (f"~{fmt_secs(left)} left" if left is not None else "time left after the first point"))
+
+    def draw(self, force: bool = False) -> None:
+        now = time.monotonic()
+        line = self.line()
+        tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        if tty:
+            if force or now - self._last >= 0.5:
+                self.stream.write("\r" + line[:110].ljust(110))
+                self.stream.flush()
+                self._last = now
+        elif force or now - self._last >= 30 or (line.split(", elapsed")[0] !=
+                                                  self._last_line.split(", elapsed")[0]):
+            print(f"[p4cc] {line}", file=self.stream, flush=True)
+            self._last, self._last_line = now, line
+
+    def note(self, message: str) -> None:
+        if hasattr(self.stream, "isatty") and self.stream.isatty():
+            self.stream.write("\r" + " " * 110 + "\r")
+        print(f"[p4cc] {message}", file=self.stream, flush=True)
+
+    def finish(self, message: str) -> None:
+        self.note(f"{message} in {fmt_secs(time.monotonic() - self._start)}")

@@ -143,7 +143,8 @@ def write_report(outdir: Path, title: str, description: str, facts: dict, params
     parts.append(f"<h2>Parameters</h2>{_table(params)}")
     if notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li class='note'>{html.escape(n)}</li>" for n in notes) + "</ul>")
-    parts.append("<p class='note'>Raw series are the CSV files beside this report; "
+    parts.append("<p class='note'>Raw series are the Parquet files in the arms' folders beside "
+                 "this report (unless the run kept only its summary: --keep); "
                  "summary.json and params.json hold the numbers above.</p></body></html>")
     path = outdir / "report.html"
     path.write_text("".join(parts))

@@ -2,7 +2,8 @@
 
     plan.json     the scenario plan that made the run (`p4cc run --plan` reruns it)
     params.json   every parameter, the executor and target, seed, versions
-    <arm>/        raw series per arm (queue.csv from postcards, flow logs, measure.json)
+    <arm>/        raw series per arm (queue.parquet from postcards, flow logs as
+                  Parquet, measure.json; columnar.py), as much as --keep keeps
     summary.json  the numbers, and the checks of the expected behaviour
     *.png         plots, paper/theory values drawn beside ours
     report.html   all of it in one file a browser opens from disk
@@ -21,8 +22,10 @@ from p4cc_control.errors import P4ccError
 from p4cc_topo import NetworkError, SwitchStartError, TargetCapabilityError
 from p4cc_topo.plan import Plan, PlanError
 
+from . import columnar, diskest
 from .arm_steps import ExecutorError
 from .experiment import Experiment
+from .keep import KEEPS, prune
 from .params import ParamError, resolve
 from .progress import Progress
 from .registry import get
@@ -122,11 +125,27 @@ def fit_to_bmv2(exp: Experiment, plan: Plan, target: str, overrides: list[str], 
             f"(--set {name}=… keeps a rate of your choice)")
 
 
+def check_disk(plan: Plan, outdir: Path, keep: str = "all") -> str:
+    """The run log's line on the disk the plan will write; a RunError when
+    the disk under ``outdir`` cannot hold it (diskest.py)."""
+    est = diskest.estimate(plan, keep, csv=columnar.keep_csv())
+    ok, free = diskest.fits(est.peak, outdir)
+    if not ok:
+        raise RunError(f"{plan.experiment}: not enough disk in {outdir}: the run writes about "
+                       f"{diskest.human(est.peak)} at its peak and {diskest.human(free)} is free "
+                       f"(keeping {diskest.human(diskest.RESERVE_BYTES)}); shorten it, sample "
+                       "less, or free space")
+    return est.line(free)
+
+
 def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str] | None = None,
         out: str | None = None, plan: Plan | None = None, plan_only: bool = False,
-        scale: str = "default", links: str = "p4cc") -> Path:
+        scale: str = "default", links: str = "p4cc", keep: str = "all") -> Path:
     """Runs ``exp`` (or a saved ``plan``) and returns the report's path
-    (the plan's path with ``plan_only``)."""
+    (the plan's path with ``plan_only``); ``keep`` says what of the
+    results folder stays (keep.py)."""
+    if keep not in KEEPS:
+        raise ParamError(f"--keep {keep}: use {', '.join(KEEPS)}")
     fitted = None
     if plan is None:
         plan = make_plan(exp, overrides, scale)
@@ -138,6 +157,8 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
     random.seed(plan.seed)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     outdir = Path(out) if out else ROOT / "results" / f"{exp.id}-{stamp}"
+    if not plan_only:
+        disk_line = check_disk(plan, outdir, keep)  # before anything is written
     outdir.mkdir(parents=True, exist_ok=True)
     plan_path = plan.write(outdir / "plan.json")
     if plan_only:
@@ -151,6 +172,7 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
     progress = Progress(SETUP_S + sum(arm_seconds(a) + SETUP_S for a in plan.arms) + ANALYSIS_S)
     fidelity: dict[str, dict] = {}
     try:
+        progress.note(disk_line)
         if fitted:
             progress.note(fitted)
         for line in plan.notes:
@@ -165,6 +187,8 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
             # leaks from one protocol's run into the next.
             progress.phase(f"setting up ({arm.label})", SETUP_S)
             facts = executor.run_arm(plan, arm, outdir / arm.name, _ArmProgress(progress, arm))
+            # Parquet before the next arm: only one arm's CSV is ever on disk.
+            columnar.convert_folder(outdir / arm.name)
             fidelity[arm.name] = (facts or {}).get("fidelity") or {}
             if fidelity[arm.name].get("violations", {}).get("rate") or \
                     fidelity[arm.name].get("violations", {}).get("queue"):
@@ -185,6 +209,7 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
 
     progress.phase("analysis and plots", ANALYSIS_S)
     report, n = analyse_results(exp, plan, outdir, meta, fidelity)
+    prune(outdir, keep, [a.name for a in plan.arms])
     progress.finish(f"{exp.id} finished: {n['pass']} pass, {n['fail']} fail, {n['void']} void")
     return report
 

@@ -1,17 +1,24 @@
 """Readers for the files host agents and the collector write
-(docs/hosts.md): each returns plain lists/dicts, no pandas needed."""
+(docs/hosts.md): each returns plain lists/dicts, no pandas needed.
+
+Each is asked for ``X.csv`` and reads X.csv or, once the run converted it,
+X.parquet (columnar.py), with the same result: rows() gives the CSV's text
+either way, the typed readers the same numbers."""
 from __future__ import annotations
 
-import csv
 from pathlib import Path
+
+from .columnar import SUFFIX, records, source, text
 
 
 def rows(path: Path) -> list[dict]:
-    """A CSV file's rows as dicts (none if it does not exist)."""
-    if not path.exists():
-        return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+    """A series file's rows as dicts of the CSV's text (none if there is
+    no such file)."""
+    head, body = records(Path(path))
+    n = len(head)
+    # csv.DictReader's rules: a short row's missing fields are None
+    return [{k: (text(v) if i < len(r) else None) for i, (k, v) in
+             enumerate(zip(head, list(r) + [None] * (n - len(r))))} for r in body if r]
 
 
 #: Bytes of a Tofino queue cell (constants.p4 DEPTH_UNIT_CELLS80).
@@ -38,36 +45,79 @@ def postcards(path: Path, egress_port: int | None = None,
     depth and deq_depth (packets: Tofino's cells converted at `mtu`),
     depth_raw and depth_unit (as the switch reported), qdelay_us. Read row
     by row: paper-scale runs write millions."""
+    src = source(Path(path))
+    if src is not None and src.suffix == SUFFIX:
+        fast = _postcards_parquet(src, egress_port, switch_id, mtu)
+        if fast is not None:
+            return fast
     out = []
-    if not path.exists():
+    head, body = records(Path(path))
+    if not head:
         return out
-    with open(path, newline="") as f:
-        rows = csv.reader(f)
-        head = next(rows, None)
-        if not head:
-            return out
-        col = {k: i for i, k in enumerate(head)}
-        i_t, i_port, i_sw = col["recv_unix_ns"], col["egress_port"], col["switch_id"]
-        i_d, i_dd, i_q = col["enq_qdepth"], col["deq_qdepth"], col["qdelay_us"]
-        # Files written before the collector named the unit are packets.
-        i_u = col.get("depth_unit")
-        for r in rows:
-            try:
-                port = int(r[i_port])
-                if egress_port is not None and port != egress_port:
-                    continue
-                if switch_id is not None and int(r[i_sw]) != switch_id:
-                    continue
-                unit = (r[i_u] if i_u is not None else "") or "packets"
-                raw, deq = int(r[i_d]), int(r[i_dd])
-                out.append({"t": int(r[i_t]) / 1e9, "port": port,
-                            "depth": depth_in_packets(raw, unit, mtu),
-                            "deq_depth": depth_in_packets(deq, unit, mtu),
-                            "depth_raw": raw, "depth_unit": unit, "qdelay_us": int(r[i_q])})
-            except (IndexError, ValueError):
-                continue  # a torn last line of a killed collector
+    col = {k: i for i, k in enumerate(head)}
+    i_t, i_port, i_sw = col["recv_unix_ns"], col["egress_port"], col["switch_id"]
+    i_d, i_dd, i_q = col["enq_qdepth"], col["deq_qdepth"], col["qdelay_us"]
+    # Files written before the collector named the unit are packets.
+    i_u = col.get("depth_unit")
+    for r in body:
+        try:
+            port = int(r[i_port])
+            if egress_port is not None and port != egress_port:
+                continue
+            if switch_id is not None and int(r[i_sw]) != switch_id:
+                continue
+            unit = (r[i_u] if i_u is not None else "") or "packets"
+            raw, deq = int(r[i_d]), int(r[i_dd])
+            out.append({"t": int(r[i_t]) / 1e9, "port": port,
+                        "depth": depth_in_packets(raw, unit, mtu),
+                        "deq_depth": depth_in_packets(deq, unit, mtu),
+                        "depth_raw": raw, "depth_unit": unit, "qdelay_us": int(r[i_q])})
+        except (IndexError, ValueError, TypeError):
+            continue  # a torn last line of a killed collector (None: an empty cell)
     out.sort(key=lambda x: x["t"])
     return out
+
+
+def _postcards_parquet(src: Path, egress_port, switch_id, mtu) -> list[dict]:
+    """postcards() of a Parquet file: the port and switch picked by Arrow,
+    the same rows as from the CSV (a row missing a number is left out)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    names = ["recv_unix_ns", "egress_port", "switch_id", "enq_qdepth", "deq_qdepth", "qdelay_us"]
+    have = pq.read_schema(src).names
+    t = pq.read_table(src, columns=names + (["depth_unit"] if "depth_unit" in have else []))
+    if any(str(t.schema.field(n).type) != "int64" for n in names):
+        return None  # text where numbers belong: the row-by-row reader decides
+    t = t.filter(_valid(t, names))
+    if egress_port is not None:
+        t = t.filter(pc.equal(t.column("egress_port"), egress_port))
+    if switch_id is not None:
+        t = t.filter(pc.equal(t.column("switch_id"), switch_id))
+    cols = {n: t.column(n).to_pylist() for n in t.column_names}
+    units = cols.get("depth_unit") or [None] * t.num_rows
+    out = []
+    for ts, port, raw, deq, q, unit in zip(cols["recv_unix_ns"], cols["egress_port"],
+                                           cols["enq_qdepth"], cols["deq_qdepth"],
+                                           cols["qdelay_us"], units):
+        unit = unit or "packets"
+        try:
+            out.append({"t": int(ts) / 1e9, "port": int(port),
+                        "depth": depth_in_packets(int(raw), unit, mtu),
+                        "deq_depth": depth_in_packets(int(deq), unit, mtu),
+                        "depth_raw": int(raw), "depth_unit": unit, "qdelay_us": int(q)})
+        except (ValueError, TypeError):
+            continue  # as the CSV reader: a value that is not a number
+    out.sort(key=lambda x: x["t"])
+    return out
+
+
+def _valid(t, names):
+    """Rows where every one of ``names`` has a value."""
+    import pyarrow.compute as pc
+    mask = pc.is_valid(t.column(names[0]))
+    for n in names[1:]:
+        mask = pc.and_(mask, pc.is_valid(t.column(n)))
+    return mask
 
 
 #: Ethernet header bytes a postcard's IPv4 length leaves out.
@@ -81,25 +131,21 @@ def postcard_bytes(path: Path, egress_port: int, switch_id: int | None,
     the port, as the switch saw it (for senders that log nothing p4cc
     reads). Row by row, torn lines skipped, in time order."""
     out = []
-    if not path.exists():
+    head, body = records(Path(path))
+    if not head:
         return out
-    with open(path, newline="") as f:
-        rd = csv.reader(f)
-        head = next(rd, None)
-        if not head:
-            return out
-        col = {k: i for i, k in enumerate(head)}
-        i_t, i_port, i_sw = col["recv_unix_ns"], col["egress_port"], col["switch_id"]
-        i_src, i_len = col["src"], col["len"]
-        for r in rd:
-            try:
-                if int(r[i_port]) != egress_port or r[i_src] not in srcs:
-                    continue
-                if switch_id is not None and int(r[i_sw]) != switch_id:
-                    continue
-                out.append((int(r[i_t]), r[i_src], int(r[i_len]) + ETH_HEADER))
-            except (IndexError, ValueError):
+    col = {k: i for i, k in enumerate(head)}
+    i_t, i_port, i_sw = col["recv_unix_ns"], col["egress_port"], col["switch_id"]
+    i_src, i_len = col["src"], col["len"]
+    for r in body:
+        try:
+            if int(r[i_port]) != egress_port or text(r[i_src]) not in srcs:
                 continue
+            if switch_id is not None and int(r[i_sw]) != switch_id:
+                continue
+            out.append((int(r[i_t]), text(r[i_src]), int(r[i_len]) + ETH_HEADER))
+        except (IndexError, ValueError, TypeError):
+            continue
     out.sort()
     return out
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from p4cc_exp import series
 from p4cc_exp.cli import main as p4cc_main
 from p4cc_exp.registry import get
 from p4cc_exp.runner import RunError, analyse, run
@@ -17,9 +18,11 @@ from p4cc_exp.simexec import find_sim
 
 
 def as_tofino(queue_csv: Path) -> None:
-    """Rewrite a collector CSV as a Tofino's postcards would have made it:
-    depths in cells (a 1500-byte packet takes 19)."""
-    rows = list(csv.DictReader(open(queue_csv, newline="")))
+    """Rewrite a collector's postcards (our run's Parquet) as the CSV a
+    Tofino's postcards would have made: depths in cells (a 1500-byte
+    packet takes 19)."""
+    rows = series.rows(queue_csv)
+    queue_csv.with_suffix(".parquet").unlink(missing_ok=True)
     with open(queue_csv, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()

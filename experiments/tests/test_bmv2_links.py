@@ -2,12 +2,12 @@
 rate and marking; p4cc's link emulator gives its ports their propagation
 delay, as the controller loaded it; the fidelity monitor reads the
 emulator. Skipped, saying why, where bmv2 is not installed."""
-import csv
 import json
 import os
 
 import pytest
 
+from p4cc_exp import series
 from p4cc_exp.registry import get
 from p4cc_exp.runner import run
 from p4cc_topo.links import SWITCH_SIDE
@@ -41,9 +41,9 @@ def test_a_delayed_link_plan_runs_on_bmv2(tmp_path):
     # The RTT the user-space transport measured: at least the plan's, as
     # bmv2 plus the emulator delivered it (its queue adds to it, never takes).
     rtts, first = [], []
-    for f in arm.glob("*/rtt.csv"):
-        with open(f) as fh:
-            got = [float(r["rtt_ns"]) / 1e3 for r in csv.DictReader(fh) if r["rtt_ns"]]
+    for f in list(arm.glob("*/rtt.parquet")) + list(arm.glob("*/rtt.csv")):
+        got = [float(r["rtt_ns"]) / 1e3 for r in series.rows(f.with_suffix(".csv"))
+               if r["rtt_ns"]]
         rtts += got
         first += got[:1]
     assert rtts, "no RTT samples"

@@ -27,7 +27,7 @@ def sim_bin():
 def arm_files(folder: Path) -> dict[str, bytes]:
     """Every result file of every arm, except logs (ports, wall times)."""
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file() and "logs" not in p.parts and p.suffix in (".csv", ".json")
+            if p.is_file() and "logs" not in p.parts and p.suffix in (".csv", ".parquet", ".json")
             and p.parent != folder}
 
 
@@ -63,7 +63,7 @@ def test_a_different_seed_gives_a_different_run(tmp_path, sim_bin):
     run(get("pcc-lossy"), target="sim", overrides=over + ["seed=1"], out=str(tmp_path / "a"))
     run(get("pcc-lossy"), target="sim", overrides=over + ["seed=2"], out=str(tmp_path / "b"))
     fa, fb = arm_files(tmp_path / "a"), arm_files(tmp_path / "b")
-    assert any(fa[k] != fb[k] for k in fa if k.endswith("queue.csv"))
+    assert any(fa[k] != fb[k] for k in fa if k.endswith("queue.parquet"))
 
 
 def test_kernel_tcp_without_a_model_is_one_line(tmp_path, sim_bin):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from p4cc_topo.plan import port_towards
 
 from .. import blocks, metrics
-from ..experiment import Experiment
+from ..experiment import Experiment, Headline
 from ..params import Param, rate_bps, seconds, str_list
 from ..stats import percentile
 from ..theory import dctcp_sawtooth
@@ -114,6 +114,33 @@ class DctcpTheory(Experiment):
               10_000),
         Param("seed", 1, "random seed", int),
     ]
+
+    # A sweep (over ns, k, rate, rtt …) draws §3.3's two predictions
+    # against what each point measured.
+    headlines = [
+        Headline("peak_pkts", "peak queue (p99, packets)", "k_plus_n", "K + N (§3.3's Qmax)"),
+        Headline("swing_pkts", "swing p95 − p5 (packets)", "amplitude_theory_pkts",
+                 "§3.3's amplitude A"),
+        Headline("period_rtts", "period (RTTs)", "period_theory_rtts", "§3.3's Tc"),
+        Headline("utilisation", "bottleneck utilisation"),
+    ]
+
+    def sweep_values(self, p, summary):
+        """Per arm, the peak and swing beside §3.3's values under one name;
+        without the arm's prefix too when the point has one arm (one N)."""
+        out = {}
+        arms = {k: v for k, v in summary.items() if isinstance(v, dict) and "theory" in v}
+        for name, s in arms.items():
+            th = s["theory"]
+            vals = {"peak_pkts": s["queue_p99_pkts"], "k_plus_n": th["q_max"],
+                    "swing_pkts": s["amplitude_pkts"], "amplitude_theory_pkts": th["amplitude"],
+                    "period_rtts": s["period_ms"] / 1e3 / p["rtt"] if s["period_ms"] else None,
+                    "period_theory_rtts": th["period_ms"] / 1e3 / p["rtt"],
+                    "utilisation": s["utilisation"]}
+            out.update({f"{name}.{k}": v for k, v in vals.items()})
+            if len(arms) == 1:
+                out.update(vals)
+        return out
 
     def _ns(self, p) -> list[int]:
         try:

@@ -10,7 +10,7 @@ from p4cc_topo.plan import Agent, Sizes, Workload, port_towards
 
 from .. import blocks, metrics, series
 from ..blocks import cc_label
-from ..experiment import Experiment
+from ..experiment import Experiment, Headline
 from ..params import Param, rate_bps, seconds, str_list
 from ..stats import mean, percentile
 from ..verdicts import RATE, verdict
@@ -60,6 +60,13 @@ class Fct(Experiment):
         Param("duration", 20, "seconds of arrivals at most", seconds, 0.01, 3600),
         Param("warmup", 0, "seconds before the first counter reading", seconds, 0, 60),
         Param("seed", 1, "random seed (sizes, arrivals)", int),
+    ]
+
+    headlines = [
+        Headline("mean_slowdown_vs_ps", "mean slowdown (FCT / processor sharing)"),
+        Headline("median_slowdown_vs_ps", "median slowdown (FCT / processor sharing)"),
+        Headline("medium_flows_slowdown_vs_ps", "slowdown of 10 KB–1 MB flows"),
+        Headline("completed", "flows completed"),
     ]
 
     def arms(self, p):
