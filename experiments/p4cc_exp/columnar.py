@@ -90,12 +90,33 @@ def read_csv_table(path: Path):
     return pa.Table.from_arrays(cols, names=table.column_names)
 
 
+#: An integer column this much in order (consecutive rows not decreasing)
+#: is a clock: stored as deltas.
+RISING_SHARE = 0.9
+
+
+def _rising(col) -> bool:
+    """Whether an int64 column mostly counts up (timestamps): its deltas
+    are small where its values are all distinct, which a dictionary
+    cannot shrink — a postcard file's nanosecond times went from 5 bytes a
+    row to under 1 stored as deltas."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    if col.type != pa.int64() or len(col) < 3 or col.null_count:
+        return False
+    up = pc.greater_equal(col.slice(1), col.slice(0, len(col) - 1))
+    return pc.mean(pc.cast(up, pa.int8())).as_py() >= RISING_SHARE
+
+
 def write_parquet(table, path: Path) -> None:
-    """zstd, written to a temporary name and renamed: a reader never sees
-    half a file."""
+    """zstd, clocks as deltas (``_rising``), written to a temporary name
+    and renamed: a reader never sees half a file."""
     import pyarrow.parquet as pq
     tmp = path.with_name(path.name + ".tmp")
+    clocks = [n for n, c in zip(table.column_names, table.columns) if _rising(c.combine_chunks())]
     pq.write_table(table, tmp, compression="zstd", store_schema=False,
+                   use_dictionary=[n for n in table.column_names if n not in clocks],
+                   column_encoding={n: "DELTA_BINARY_PACKED" for n in clocks} or None,
                    # statistics only pay for themselves on large files
                    write_statistics=table.num_rows >= 10_000)
     os.replace(tmp, path)
