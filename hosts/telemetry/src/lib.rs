@@ -13,6 +13,8 @@ pub mod collector;
 pub mod feed;
 pub mod postcard;
 pub mod shim;
+pub mod units;
 
 pub use postcard::{Postcard, PostcardError};
-pub use shim::{DepthUnit, HopRecord, IntHopRecord, Shim, ShimError};
+pub use shim::{HopRecord, IntHopRecord, Shim, ShimError};
+pub use units::{DepthUnit, TimeUnit};

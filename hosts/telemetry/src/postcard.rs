@@ -33,7 +33,8 @@
 //! switch wrote; the CSV row is normalised to µs and names the depth unit.
 
 use crate::be::{be16, be32, be64};
-use crate::shim::DepthUnit;
+use crate::units::split_units;
+pub use crate::units::{DepthUnit, TimeUnit};
 use std::net::Ipv4Addr;
 use thiserror::Error;
 
@@ -44,37 +45,6 @@ pub const POSTCARD_LEN: usize = 54;
 pub const UNITS_V1MODEL: u8 = 0x00;
 /// Units byte of the Tofino program (80-byte cells, ns).
 pub const UNITS_TOFINO: u8 = 0x11;
-
-/// Unit of a postcard's queue delay and timestamps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TimeUnit {
-    Micros,
-    Nanos,
-}
-
-impl TimeUnit {
-    pub fn from_u8(v: u8) -> Option<TimeUnit> {
-        match v {
-            0 => Some(TimeUnit::Micros),
-            1 => Some(TimeUnit::Nanos),
-            _ => None,
-        }
-    }
-    /// A value in this unit, in µs (rounded down).
-    pub fn to_us(self, v: u64) -> u64 {
-        match self {
-            TimeUnit::Micros => v,
-            TimeUnit::Nanos => v / 1000,
-        }
-    }
-    /// A value in this unit, in ns (exact; saturating at `u64::MAX`).
-    pub fn to_ns(self, v: u64) -> u64 {
-        match self {
-            TimeUnit::Micros => v.saturating_mul(1000),
-            TimeUnit::Nanos => v,
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Postcard {
@@ -104,12 +74,6 @@ pub enum PostcardError {
     BadVersion(u8),
     #[error("postcard units byte {0:#04x}: depth unit must be 0 or 1, time unit 0 or 1")]
     BadUnits(u8),
-}
-
-/// A units byte (postcard `units`, shim byte 3): the depth unit in the low
-/// nibble, the time unit in the high one; None for a code neither knows.
-pub(crate) fn split_units(u: u8) -> Option<(DepthUnit, TimeUnit)> {
-    Some((DepthUnit::from_u8(u & 0x0f)?, TimeUnit::from_u8(u >> 4)?))
 }
 
 impl Postcard {

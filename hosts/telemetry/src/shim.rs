@@ -24,7 +24,8 @@
 
 use thiserror::Error;
 
-use crate::postcard::{split_units, TimeUnit};
+use crate::units::split_units;
+pub use crate::units::{DepthUnit, TimeUnit};
 
 /// UDP destination port of shim-carrying data packets.
 pub const DATA_PORT: u16 = 7360;
@@ -55,28 +56,6 @@ pub const fn record_len(version: u8) -> Option<usize> {
         SHIM_VERSION => Some(HOP_LEN),
         SHIM_VERSION_INT => Some(INT_HOP_LEN),
         _ => None,
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DepthUnit {
-    Packets,
-    Cells80,
-}
-
-impl DepthUnit {
-    pub fn from_u8(v: u8) -> Option<DepthUnit> {
-        match v {
-            0 => Some(DepthUnit::Packets),
-            1 => Some(DepthUnit::Cells80),
-            _ => None,
-        }
-    }
-    pub fn as_u8(self) -> u8 {
-        match self {
-            DepthUnit::Packets => 0,
-            DepthUnit::Cells80 => 1,
-        }
     }
 }
 
