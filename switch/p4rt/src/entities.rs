@@ -4,7 +4,7 @@ use crate::binding::{BoundTable, Binding, ControllerHeader, FieldKind, Scope};
 use crate::bytes::{self, BytesError};
 use crate::proto::p4::v1 as p4v1;
 use crate::proto::p4::v1::{entity::Entity as E, field_match::FieldMatchType as Fmt, update::Type as UpdType};
-use crate::server::{lock, Pipeline, PortForm, PreWritten};
+use crate::installed::{lock, Pipeline, PortForm, PreWritten};
 use pipeline::{ActionCall, CounterValue, ErrorCode, MatchKey, Replica, StateError, TableEntry};
 use tonic::Code;
 
@@ -731,7 +731,7 @@ pub fn read_entity(pl: &Pipeline, b: &Binding, q: &p4v1::Entity, out: &mut Vec<p
     }
 }
 
-/// The replicas in the form each was written (see [`crate::server::PreBook`]).
+/// The replicas in the form each was written (see [`crate::installed::PreBook`]).
 fn replica_msgs(rs: &[Replica], book: &PreWritten) -> Vec<p4v1::Replica> {
     use p4v1::replica::PortKind;
     rs.iter()

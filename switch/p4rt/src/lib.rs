@@ -28,6 +28,7 @@ pub mod bytes;
 pub mod entities;
 #[doc(hidden)]
 pub mod fixture;
+pub mod installed;
 pub mod server;
 
 pub use server::{build_from_json, build_pipeline, P4RuntimeService, PacketOutFrame, Pipeline, PipelineSlot};
