@@ -172,12 +172,13 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
     progress = Progress(SETUP_S + sum(arm_seconds(a) + SETUP_S for a in plan.arms) + ANALYSIS_S)
     fidelity: dict[str, dict] = {}
     try:
+        # The disk line after the target's own checks: a run the target
+        # refuses ends with its one-line reason and nothing before it.
+        prepared = list(executor.prepare(plan))
         progress.note(disk_line)
         if fitted:
             progress.note(fitted)
-        for line in plan.notes:
-            progress.note(line)
-        for line in executor.prepare(plan):
+        for line in list(plan.notes) + prepared:
             progress.note(line)
         meta.update(executor.describe())
         meta["notes"] = ([fitted] if fitted else []) + list(plan.notes) + list(meta.get("notes") or [])
