@@ -245,6 +245,9 @@ impl CongestionControl for Dcqcn {
         self.next_alpha_ns = Some(now_ns.saturating_add(self.p.alpha_timer_ns));
         self.next_rate_ns = Some(now_ns.saturating_add(self.p.rate_timer_ns));
     }
+    fn next_timer_ns(&self) -> Option<u64> {
+        [self.next_alpha_ns, self.next_rate_ns].into_iter().flatten().min()
+    }
     fn cwnd_bytes(&self) -> Option<u64> {
         None
     }
@@ -449,6 +452,25 @@ mod tests {
         assert_eq!(d.last_phase(), Some(Phase::FastRecovery));
         assert_eq!(d.state()["timer_stage"], 1.0);
         assert_eq!(d.state()["byte_stage"], 0.0);
+    }
+
+    /// RP algorithm (DCQCN §3.1, Fig. 5: the α timer K and the rate-increase
+    /// timer T run from the first CNP): the datapath is told when the next
+    /// one is due, so the rate a timer raises reaches the pacer then (a
+    /// NIC's rate limiter takes it at once), not at the next periodic tick.
+    #[test]
+    fn the_next_timer_is_told() {
+        let mut d = Dcqcn::new(params());
+        assert_eq!(d.next_timer_ns(), None, "no CNP, no timer");
+        d.on_cnp(1_000);
+        assert_eq!(d.next_timer_ns(), Some(56_000), "K = T = 55 µs after the CNP");
+        let rc = d.rate_bps();
+        d.on_tick(56_000);
+        assert!(d.rate_bps() > rc, "fast recovery at T");
+        assert_eq!(d.next_timer_ns(), Some(111_000));
+        let mut d = Dcqcn::new(DcqcnParams { alpha_timer_ns: 20_000, ..params() });
+        d.on_cnp(0);
+        assert_eq!(d.next_timer_ns(), Some(20_000), "the earlier of the two");
     }
 
     /// Rates stay within [min_rate, line rate]; huge clock jumps and a

@@ -166,6 +166,14 @@ pub trait CongestionControl: Send {
     /// notification point sends at most one per flow per interval when
     /// CE-marked packets arrive; RoCEv2 Annex A17.9). Default: ignored.
     fn on_cnp(&mut self, _now_ns: u64) {}
+    /// When the algorithm's own timers next change its rate or window, if
+    /// any run (DCQCN's α and rate-increase timers): the datapath calls
+    /// `on_tick` then, so a paced sender sees a rate change when it
+    /// happens, as a NIC's rate limiter does, not at the next periodic
+    /// tick. Default: none.
+    fn next_timer_ns(&self) -> Option<u64> {
+        None
+    }
     /// Window limit in bytes; `None` = not window-limited (rate only).
     fn cwnd_bytes(&self) -> Option<u64>;
     /// Pacing rate in bits/s; `None` = send as fast as the window allows.

@@ -292,8 +292,15 @@ pub struct FlowSender {
     last_ce_bytes: u64,
     ce_pending: u64,
 
-    // pacing
-    next_send_ns: u64,
+    // pacing: the slot the last packet was paced into and its wire bytes.
+    // The next slot is that plus the packet's time at the *current* rate, so
+    // a rate change takes effect on the gap already running, as a NIC's rate
+    // limiter applies it (the DCQCN authors' model moves the next send time
+    // by the new minus the old interval: RdmaHw::ChangeRate). A gap fixed
+    // at the rate of the last send held a flow cut to DCQCN's floor
+    // (1 Mb/s: 11.6 ms per packet) for that long after its rate recovered.
+    pace_slot_ns: Option<u64>,
+    pace_bytes: u64,
     last_gap_ns: u64,
     pace_held: bool,
 
@@ -372,7 +379,8 @@ impl FlowSender {
             loss_every,
             last_ce_bytes: 0,
             ce_pending: 0,
-            next_send_ns: 0,
+            pace_slot_ns: None,
+            pace_bytes: 0,
             last_gap_ns: 0,
             pace_held: false,
             need_probe: final_size == Some(0),
@@ -538,10 +546,11 @@ impl FlowSender {
         // pacer
         let rate = self.pacing_rate();
         let mut paced_gap = None;
-        if let Some(_rate) = rate {
-            if now_ns < self.next_send_ns {
+        if let Some(rate) = rate {
+            let next = self.next_send_ns(rate);
+            if now_ns < next {
                 self.pace_held = true;
-                return Transmit::Paced(self.next_send_ns);
+                return Transmit::Paced(next);
             }
             if self.pace_held {
                 paced_gap = Some(self.last_gap_ns);
@@ -599,15 +608,16 @@ impl FlowSender {
 
         if let Some(rate) = rate {
             let wire_bytes = (dlen + IP_UDP_OVERHEAD) as u64;
-            let gap = (wire_bytes as u128 * 8 * 1_000_000_000 / rate as u128) as u64;
+            let gap = Self::gap_ns(wire_bytes, rate);
             // keep the schedule while less than `pace_max_burst` gaps late;
             // otherwise restart it from now (no catch-up burst)
             let slack = gap * self.cfg.pace_max_burst.max(1) as u64;
-            self.next_send_ns = if now_ns > self.next_send_ns + slack || self.next_send_ns == 0 {
-                now_ns + gap
-            } else {
-                self.next_send_ns + gap
-            };
+            let due = self.next_send_ns(rate);
+            self.pace_slot_ns = Some(match self.pace_slot_ns {
+                Some(_) if now_ns <= due + slack => due,
+                _ => now_ns,
+            });
+            self.pace_bytes = wire_bytes;
             self.last_gap_ns = gap;
         }
         Transmit::Packet(TxInfo {
@@ -617,6 +627,18 @@ impl FlowSender {
             retransmission: retx.is_some(),
             paced_gap_ns: paced_gap,
         })
+    }
+
+    /// Time `wire_bytes` take at `rate` bits/s.
+    fn gap_ns(wire_bytes: u64, rate: u64) -> u64 {
+        (wire_bytes as u128 * 8 * 1_000_000_000 / rate.max(1) as u128) as u64
+    }
+
+    /// When the pacer lets the next packet go at `rate`: the last packet's
+    /// slot plus its time at that rate (0 before the first, or after an RTO
+    /// restarted the schedule).
+    fn next_send_ns(&self, rate: u64) -> u64 {
+        self.pace_slot_ns.map_or(0, |s| s + Self::gap_ns(self.pace_bytes, rate))
     }
 
     fn update_rtt(&mut self, rtt: u64) {
@@ -864,10 +886,11 @@ impl FlowSender {
         if self.is_done() {
             return None;
         }
-        Some(match self.rto_deadline {
+        let t = match self.rto_deadline {
             Some(d) => d.min(self.next_tick_ns),
             None => self.next_tick_ns,
-        })
+        };
+        Some(self.cc.next_timer_ns().map_or(t, |c| c.min(t)))
     }
 
     /// RTO and periodic tick.
@@ -878,6 +901,9 @@ impl FlowSender {
         if now_ns >= self.next_tick_ns {
             self.cc.on_tick(now_ns);
             self.next_tick_ns = now_ns + self.cfg.tick_ns;
+        } else if self.cc.next_timer_ns().is_some_and(|t| t <= now_ns) {
+            // The algorithm's own timer (not the periodic tick).
+            self.cc.on_tick(now_ns);
         }
         let Some(deadline) = self.rto_deadline else { return };
         if now_ns < deadline {
@@ -909,7 +935,7 @@ impl FlowSender {
         self.in_recovery = true;
         self.recovery_end = self.snd_nxt;
         self.cc.on_rto(now_ns);
-        self.next_send_ns = 0;
+        self.pace_slot_ns = None;
         self.arm_rto(now_ns);
     }
 
@@ -1043,6 +1069,79 @@ mod tests {
         // and the version-1 view as queue reports, as before
         assert_eq!(l.hops[0].len(), 2);
         assert_eq!((l.hops[0][0].hop, l.hops[0][0].depth_pkts, l.hops[0][0].at_us), ((2 << 16) | 5, 2.0, 7_000_000 - 2));
+    }
+
+    /// A rate-only algorithm whose rate the test sets, with one timer.
+    struct Rate(std::sync::Arc<std::sync::Mutex<(u64, Option<u64>, Vec<u64>)>>);
+    impl CongestionControl for Rate {
+        fn name(&self) -> &'static str {
+            "rate"
+        }
+        fn on_ack(&mut self, _: &AckSample) {}
+        fn on_loss(&mut self, _: u64, _: u64) {}
+        fn on_rto(&mut self, _: u64) {}
+        fn on_tick(&mut self, now_ns: u64) {
+            let mut g = self.0.lock().unwrap();
+            g.2.push(now_ns);
+            if g.1.is_some_and(|t| t <= now_ns) {
+                g.1 = None;
+            }
+        }
+        fn next_timer_ns(&self) -> Option<u64> {
+            self.0.lock().unwrap().1
+        }
+        fn cwnd_bytes(&self) -> Option<u64> {
+            None
+        }
+        fn pacing_rate_bps(&self) -> Option<u64> {
+            Some(self.0.lock().unwrap().0)
+        }
+    }
+
+    /// A rate change applies to the gap already running, as a NIC's rate
+    /// limiter applies it (the DCQCN authors' simulator moves the next send
+    /// by the new minus the old interval, RdmaHw::ChangeRate). The gap was
+    /// fixed at the rate of the last send: a DCQCN flow cut to its 1 Mb/s
+    /// floor waited 11.6 ms for its next packet however soon it recovered
+    /// (int-incast at 25 Gb/s: no traffic from 3.9 to 14.4 ms).
+    #[test]
+    fn a_rate_change_applies_to_the_running_gap() {
+        let st = std::sync::Arc::new(std::sync::Mutex::new((1_000_000u64, None, vec![])));
+        let cfg = SenderConfig { mss: 1000, ..Default::default() };
+        let mut s = FlowSender::new(1, 5, FlowSize::Unbounded, Box::new(Rate(st.clone())), cfg, 0);
+        let mut buf = vec![0u8; 2048];
+        let Transmit::Packet(t) = s.poll_transmit(0, &mut buf) else { panic!() };
+        let wire = (t.len + IP_UDP_OVERHEAD) as u64;
+        // At 1 Mb/s the next packet is due wire·8 µs later.
+        assert_eq!(s.poll_transmit(1_000, &mut buf), Transmit::Paced(wire * 8_000));
+        // The rate rises to 10 Gb/s: due wire·0.8 ns after the first.
+        st.lock().unwrap().0 = 10_000_000_000;
+        let due = wire * 8 / 10;
+        assert_eq!(s.poll_transmit(due - 1, &mut buf), Transmit::Paced(due));
+        assert!(matches!(s.poll_transmit(due, &mut buf), Transmit::Packet(_)));
+        // And a cut lengthens the gap already running.
+        st.lock().unwrap().0 = 1_000_000_000;
+        assert_eq!(s.poll_transmit(due + 1, &mut buf), Transmit::Paced(due + wire * 8));
+        // A stopped flow's probe is not held by a gap of the old rate either.
+        st.lock().unwrap().0 = 1_000_000;
+        s.stop(due + 2);
+        st.lock().unwrap().0 = 10_000_000_000;
+        assert!(matches!(s.poll_transmit(due + 2 * wire, &mut buf), Transmit::Packet(_)), "the probe");
+    }
+
+    /// The algorithm's own timers (DCQCN's rate-increase timer) wake the
+    /// sender and reach `on_tick` when due, not at the next periodic tick.
+    #[test]
+    fn the_algorithm_s_timer_wakes_the_sender() {
+        let st = std::sync::Arc::new(std::sync::Mutex::new((1_000_000u64, Some(55_000), vec![])));
+        let cfg = SenderConfig { mss: 1000, ..Default::default() };
+        let mut s = FlowSender::new(1, 5, FlowSize::Unbounded, Box::new(Rate(st.clone())), cfg, 0);
+        assert_eq!(s.next_timer(), Some(55_000), "before the 1 ms tick");
+        s.on_timer(54_999);
+        assert!(st.lock().unwrap().2.is_empty());
+        s.on_timer(55_000);
+        assert_eq!(st.lock().unwrap().2, [55_000]);
+        assert_eq!(s.next_timer(), Some(1_000_000), "then the periodic tick");
     }
 
     #[test]
