@@ -498,6 +498,20 @@ impl FlowSender {
         (i < self.segs.len() && self.segs[i].seq == seq).then_some(i)
     }
 
+    /// The sender has run out of data: if the window would have let another
+    /// packet go and nothing lost waits for retransmission, the flow is
+    /// application-limited (Linux `tcp_rate_check_app_limited`: less than an
+    /// MSS unsent, fewer packets in flight than cwnd, `lost_out <=
+    /// retrans_out`; there is no host queue here to check). The algorithm
+    /// marks its rate samples until what is in flight now is delivered. The
+    /// pacer is not consulted: the kernel does not either, and a paced sender
+    /// out of data would not send when the pacer allowed it.
+    fn check_app_limited(&mut self, now_ns: u64) {
+        if self.lost_queue.is_empty() && self.inflight + self.cfg.mss as u64 <= self.window() {
+            self.cc.on_app_limited(now_ns);
+        }
+    }
+
     fn arm_rto(&mut self, now_ns: u64) {
         let rto = (self.rto_ns.saturating_mul(self.backoff as u64)).min(self.cfg.max_rto_ns);
         self.rto_deadline = Some(now_ns + rto);
@@ -518,6 +532,7 @@ impl FlowSender {
         let probe = retx.is_none() && new_len == 0 && self.need_probe;
         if retx.is_none() && new_len == 0 && !probe {
             self.pace_held = false;
+            self.check_app_limited(now_ns);
             return Transmit::Blocked;
         }
         let len = match retx {
@@ -1063,6 +1078,91 @@ mod tests {
         let cfg = SenderConfig { shim: ShimChoice::V2, mss: 900, ..Default::default() };
         let s = FlowSender::new(1, 5, FlowSize::Unbounded, Box::new(Fixed(1 << 20)), cfg, 0);
         assert_eq!((s.shim_version(), s.mss()), (2, 900));
+    }
+
+    /// Counts `on_app_limited` calls; a fixed window.
+    struct AppLimited(u64, std::sync::Arc<std::sync::Mutex<Vec<u64>>>);
+    impl CongestionControl for AppLimited {
+        fn name(&self) -> &'static str {
+            "app-limited"
+        }
+        fn on_ack(&mut self, _: &AckSample) {}
+        fn on_loss(&mut self, _: u64, _: u64) {}
+        fn on_rto(&mut self, _: u64) {}
+        fn on_app_limited(&mut self, now_ns: u64) {
+            self.1.lock().unwrap().push(now_ns);
+        }
+        fn cwnd_bytes(&self) -> Option<u64> {
+            Some(self.0)
+        }
+        fn pacing_rate_bps(&self) -> Option<u64> {
+            None
+        }
+    }
+
+    /// `tcp_rate_check_app_limited`: out of data with room in the window is
+    /// application-limited; out of data with a full window, or with a loss
+    /// still to repair, is not.
+    #[test]
+    fn running_out_of_data_below_the_window_is_app_limited() {
+        let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let cfg = SenderConfig { mss: 100, ..Default::default() };
+        let mut buf = vec![0u8; 2000];
+        // 3 packets of data, a 5-packet window: the sender runs dry with room left.
+        let cc = Box::new(AppLimited(500, calls.clone()));
+        let mut s = FlowSender::new(1, 5, FlowSize::Bytes(300), cc, cfg.clone(), 0);
+        for _ in 0..3 {
+            assert!(matches!(s.poll_transmit(10, &mut buf), Transmit::Packet(_)));
+        }
+        assert!(calls.lock().unwrap().is_empty(), "not while data was left");
+        assert_eq!(s.poll_transmit(20, &mut buf), Transmit::Blocked);
+        assert_eq!(*calls.lock().unwrap(), [20]);
+        // 3 packets of data, a 3-packet window: the window, not the application, limits.
+        let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let cc = Box::new(AppLimited(300, calls.clone()));
+        let mut s = FlowSender::new(1, 5, FlowSize::Bytes(300), cc, cfg.clone(), 0);
+        for _ in 0..3 {
+            assert!(matches!(s.poll_transmit(10, &mut buf), Transmit::Packet(_)));
+        }
+        assert_eq!(s.poll_transmit(20, &mut buf), Transmit::Blocked);
+        assert!(calls.lock().unwrap().is_empty(), "cwnd-limited, not app-limited");
+        // One delivered: a packet of room, nothing to send.
+        s.on_ack(30, &ack(100, &[], 10, false));
+        assert_eq!(s.poll_transmit(31, &mut buf), Transmit::Blocked);
+        assert_eq!(*calls.lock().unwrap(), [31]);
+        // A long flow never runs dry.
+        let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let cc = Box::new(AppLimited(1 << 20, calls.clone()));
+        let mut s = FlowSender::new(1, 5, FlowSize::Unbounded, cc, cfg, 0);
+        for _ in 0..20 {
+            assert!(matches!(s.poll_transmit(10, &mut buf), Transmit::Packet(_)));
+        }
+        assert!(calls.lock().unwrap().is_empty());
+    }
+
+    /// With a hole to repair the sender is not application-limited, even
+    /// out of new data (`lost_out > retrans_out`).
+    #[test]
+    fn a_loss_waiting_for_retransmission_is_not_app_limited() {
+        let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let cfg = SenderConfig { mss: 100, ..Default::default() };
+        let mut buf = vec![0u8; 2000];
+        let cc = Box::new(AppLimited(1000, calls.clone()));
+        let mut s = FlowSender::new(1, 5, FlowSize::Bytes(500), cc, cfg, 0);
+        for _ in 0..5 {
+            assert!(matches!(s.poll_transmit(10, &mut buf), Transmit::Packet(_)));
+        }
+        assert_eq!(s.poll_transmit(11, &mut buf), Transmit::Blocked);
+        calls.lock().unwrap().clear();
+        // 0 lost (3 SACKed above it): the retransmission goes first.
+        s.on_ack(1000, &ack(0, &[(100, 500)], 10, false));
+        assert_eq!(s.lost_queue.len(), 1);
+        let Transmit::Packet(t) = s.poll_transmit(1001, &mut buf) else { panic!() };
+        assert!(t.retransmission);
+        assert!(calls.lock().unwrap().is_empty());
+        // Repaired and dry: application-limited again.
+        assert_eq!(s.poll_transmit(1002, &mut buf), Transmit::Blocked);
+        assert_eq!(*calls.lock().unwrap(), [1002]);
     }
 
     #[test]
