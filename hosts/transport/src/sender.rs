@@ -426,6 +426,24 @@ impl FlowSender {
         r.map(|r| r.max(10_000))
     }
 
+    /// The pacing gap after a packet of `payload` bytes in a datagram of
+    /// `dlen`: its IP packet at the pacing rate, or, for an algorithm whose
+    /// rate counts payload (BBR, as TCP's pacing does), its payload at the
+    /// algorithm's rate; a `pace_cap_bps` always counts whole IP packets.
+    /// The longer gap wins. `None` when nothing paces.
+    fn pacing_gap_ns(&self, payload: usize, dlen: usize) -> Option<u64> {
+        let wire = (dlen + IP_UDP_OVERHEAD) as u128;
+        let gap = |bytes: u128, rate: u64| (bytes * 8 * 1_000_000_000 / u128::from(rate.max(10_000))) as u64;
+        let algo = self.cc.pacing_rate_bps().map(|r| {
+            gap(if self.cc.pacing_counts_payload() { payload as u128 } else { wire }, r)
+        });
+        let cap = self.cfg.pace_cap_bps.map(|r| gap(wire, r));
+        match (algo, cap) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     fn window(&self) -> u64 {
         self.cc.cwnd_bytes().unwrap_or(self.cfg.max_inflight_bytes).min(self.cfg.max_inflight_bytes)
     }
@@ -610,11 +628,12 @@ impl FlowSender {
         if self.rto_deadline.is_none() {
             self.arm_rto(now_ns);
         }
+        // The gap at the rate this packet was sent at (before the
+        // algorithm hears of the send).
+        let gap = self.pacing_gap_ns(len, dlen);
         self.cc.on_send(now_ns, len as u64);
 
-        if let Some(rate) = rate {
-            let wire_bytes = (dlen + IP_UDP_OVERHEAD) as u64;
-            let gap = (wire_bytes as u128 * 8 * 1_000_000_000 / rate as u128) as u64;
+        if let Some(gap) = gap {
             // keep the schedule while less than `pace_max_burst` gaps late;
             // otherwise restart it from now (no catch-up burst)
             let slack = gap * self.cfg.pace_max_burst.max(1) as u64;
@@ -1163,6 +1182,47 @@ mod tests {
         // Repaired and dry: application-limited again.
         assert_eq!(s.poll_transmit(1002, &mut buf), Transmit::Blocked);
         assert_eq!(*calls.lock().unwrap(), [1002]);
+    }
+
+    /// A fixed pacing rate, counted in whole IP packets or in payload.
+    struct Paced(u64, bool);
+    impl CongestionControl for Paced {
+        fn name(&self) -> &'static str {
+            "paced"
+        }
+        fn on_ack(&mut self, _: &AckSample) {}
+        fn on_loss(&mut self, _: u64, _: u64) {}
+        fn on_rto(&mut self, _: u64) {}
+        fn cwnd_bytes(&self) -> Option<u64> {
+            None
+        }
+        fn pacing_rate_bps(&self) -> Option<u64> {
+            Some(self.0)
+        }
+        fn pacing_counts_payload(&self) -> bool {
+            self.1
+        }
+    }
+
+    /// The gap between paced packets: a whole IP packet at the rate (1336
+    /// payload bytes leave as 1420: 113.6 µs at 100 Mb/s), or, for an
+    /// algorithm whose rate counts payload as TCP's pacing does (BBR), the
+    /// payload alone (106.88 µs); a pace cap counts IP packets either way.
+    #[test]
+    fn pacing_counts_ip_packets_or_payload_as_the_algorithm_says() {
+        let mut buf = vec![0u8; 2048];
+        for (payload, cap, want) in [(false, None, 113_600), (true, None, 106_880),
+                                     (true, Some(100_000_000), 113_600), (true, Some(200_000_000), 106_880)] {
+            let cfg = SenderConfig { pace_cap_bps: cap, ..Default::default() };
+            let mut s = FlowSender::new(1, 5, FlowSize::Unbounded, Box::new(Paced(100_000_000, payload)), cfg, 0);
+            assert!(matches!(s.poll_transmit(1_000, &mut buf), Transmit::Packet(_)));
+            assert_eq!(s.poll_transmit(1_001, &mut buf), Transmit::Paced(1_000 + want), "payload {payload}, cap {cap:?}");
+        }
+        // BBR's rate is its delivery rate, in payload; the others' a link rate.
+        let path = cc::PathInfo::default();
+        for (name, payload) in [("bbr", true), ("bbr3", true), ("timely", false), ("pcc", false)] {
+            assert_eq!(cc::by_name(name, &[], &path).unwrap().pacing_counts_payload(), payload, "{name}");
+        }
     }
 
     #[test]

@@ -856,6 +856,12 @@ impl CongestionControl for BbrV1 {
         Some(self.pacing_rate.saturating_mul(8).max(1))
     }
 
+    /// `sk_pacing_rate` as TCP's internal pacing spends it: payload bytes
+    /// (Linux `tcp_update_skb_after_send` charges the segment's data).
+    fn pacing_counts_payload(&self) -> bool {
+        true
+    }
+
     fn state(&self) -> BTreeMap<&'static str, f64> {
         let mut m = BTreeMap::new();
         m.insert(
