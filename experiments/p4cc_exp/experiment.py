@@ -23,6 +23,10 @@ class Experiment:
     #: beyond what bmv2 forwards on the machine is slowed to a rate it can
     #: carry, unless the user set this parameter (runner.fit_to_bmv2).
     rate_param: str | None = None
+    #: Why the experiment cannot run in virtual time, if it cannot (e.g. it
+    #: compares an implementation with the kernel's, and virtual time has no
+    #: kernel): `--target sim` and `--scale paper` are refused with this.
+    real_time_only: str | None = None
 
     def arms(self, p: dict) -> list[ArmPlan]:
         """The runs the experiment compares, each a self-contained arm plan."""
