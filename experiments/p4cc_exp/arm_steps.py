@@ -48,7 +48,9 @@ def apply_event(sw, e) -> None:
 
 def read_ports(arm: ArmPlan, sw, eps: dict, clock=None) -> dict:
     """The measured ports' P4 counters, and where the switch has an admin
-    API (embedded, sim) the bytes it put on the wire (``wire_tx_bytes``).
+    API (embedded, sim) the bytes it put on the wire (``wire_tx_bytes``) and
+    the packets its egress queue admitted and dropped (``wire_enq_pkts``,
+    ``wire_tail_drops``).
     P4 byte counters count a packet's length as it arrived, as bmv2's do,
     so they miss the hop record the switch pushes at egress (~1.4 % of a
     user-space transport's traffic). With ``clock`` (real time) each wire
@@ -57,26 +59,33 @@ def read_ports(arm: ArmPlan, sw, eps: dict, clock=None) -> dict:
     that precede it counted bytes sent after its stamp, which read as more
     than the line rate."""
     out = {}
-    wire = {}  # switch -> ({port: tx_bytes}, the reading's instant or None)
+    wire = {}  # switch -> ({port: admin counters}, the reading's instant or None)
     for r in arm.measure.ports:
         row = dict(sw.ops[r.switch].port_counters([r.port])[r.port])
         if r.switch not in wire:
             t0 = clock() if clock else None
-            sent = _admin_tx_bytes(eps.get(r.switch))
+            sent = _admin_counters(eps.get(r.switch))
             wire[r.switch] = (sent, (t0 + clock()) // 2 if clock else None)
         sent, at = wire[r.switch]
         if r.port in sent:
-            row["wire_tx_bytes"] = sent[r.port]
+            row.update(sent[r.port])
             if at is not None:
                 row["wire_unix_ns"] = at
         out[r.key()] = row
     return out
 
 
-def _admin_tx_bytes(ep) -> dict[int, int]:
-    """{port: tx_bytes} from a switch's admin API; {} without one."""
-    return {int(p["port"]): int(p["tx_bytes"]) for p in admin_ports(ep) or []
-            if "tx_bytes" in p}
+#: Admin-API port counters kept with each reading, as wire_<name>: the bytes
+#: put on the wire, and the packets the egress queue admitted and refused
+#: (tail drops), from which the bottleneck's loss rate follows.
+ADMIN_COUNTERS = ("tx_bytes", "enq_pkts", "tail_drops")
+
+
+def _admin_counters(ep) -> dict[int, dict[str, int]]:
+    """{port: {wire_tx_bytes, wire_enq_pkts, wire_tail_drops}} from a
+    switch's admin API (those it reports); {} without one."""
+    return {int(p["port"]): {f"wire_{k}": int(p[k]) for k in ADMIN_COUNTERS if k in p}
+            for p in admin_ports(ep) or [] if "tx_bytes" in p}
 
 
 __all__ = ["ExecutorError", "schedule", "apply_event", "read_ports", "END_MARGIN_S"]

@@ -36,6 +36,10 @@ class Experiment:
     #: beyond what bmv2 forwards on the machine is slowed to a rate it can
     #: carry, unless the user set this parameter (runner.fit_to_bmv2).
     rate_param: str | None = None
+    #: Why the experiment cannot run in virtual time, if it cannot (e.g. it
+    #: compares an implementation with the kernel's, and virtual time has no
+    #: kernel): `--target sim` and `--scale paper` are refused with this.
+    real_time_only: str | None = None
 
     #: What `p4cc sweep`'s report plots (sweepreport.py); none: every
     #: numeric summary value that varies across the sweep's points.

@@ -21,7 +21,9 @@ def arm_result(outdir: Path, arm: ArmPlan) -> dict:
 
     outdir, label, settings; senders (the senders' folders, in plan order);
     port and switch_id of the measured queue; tx_bytes, tx_packets and
-    ce_marks of that port between the two counter readings, window_s
+    ce_marks of that port between the two counter readings (and
+    enq_pkts and tail_drops, the packets its queue admitted and refused,
+    where the switch's admin API counts them), window_s
     between them (between the two wire readings where real time stamped
     them), and window_unix_ns, the readings' times (None without both
     readings); rate_pps, the port's rate in frames/s where the target
@@ -56,6 +58,11 @@ def arm_result(outdir: Path, arm: ArmPlan) -> dict:
             out["tx_bytes"] = sent_bytes(a, b)
             out["tx_packets"] = b.get("tx_packets", 0) - a.get("tx_packets", 0)
             out["ce_marks"] = b["ce_marks"] - a["ce_marks"]
+            # The egress queue's admissions and tail drops, where the switch
+            # has an admin API that counts them (embedded, sim).
+            for k in ("enq_pkts", "tail_drops"):
+                if f"wire_{k}" in a and f"wire_{k}" in b:
+                    out[k] = b[f"wire_{k}"] - a[f"wire_{k}"]
             if "wire_unix_ns" in a and "wire_unix_ns" in b:
                 out["window_s"] = (b["wire_unix_ns"] - a["wire_unix_ns"]) / 1e9
     return out

@@ -154,6 +154,8 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
     else:
         exp = get(plan.experiment)
     p = plan.params
+    if target == "sim" and exp.real_time_only and not plan_only:
+        raise RunError(exp.real_time_only)
     random.seed(plan.seed)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     outdir = Path(out) if out else ROOT / "results" / f"{exp.id}-{stamp}"

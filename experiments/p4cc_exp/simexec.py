@@ -22,7 +22,8 @@ from .arm_steps import ExecutorError, apply_event, read_ports, schedule
 ROOT = Path(__file__).resolve().parents[2]
 #: Kernel congestion controls and the transport algorithm that models each
 #: in virtual time (there is no kernel there); sim/src/agent.rs has the same list.
-KERNEL_MODELS = {"reno": "reno", "cubic": "cubic", "dctcp": "dctcp"}
+#: Kernel BBR (tcp_bbr, BBRv1) is p4cc's `bbr`, written after tcp_bbr.c.
+KERNEL_MODELS = {"reno": "reno", "cubic": "cubic", "dctcp": "dctcp", "bbr": "bbr"}
 #: After the traffic ends, flows get this long (virtual) to finish.
 GRACE_S = 15.0
 READY_TIMEOUT_S = 60.0

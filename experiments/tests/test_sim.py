@@ -66,10 +66,27 @@ def test_a_different_seed_gives_a_different_run(tmp_path, sim_bin):
     assert any(fa[k] != fb[k] for k in fa if k.endswith("queue.parquet"))
 
 
-def test_kernel_tcp_without_a_model_is_one_line(tmp_path, sim_bin):
+def test_kernel_bbr_runs_as_p4ccs_bbr(sim_bin):
+    from p4cc_exp.simexec import VirtualTime
     plan = make_plan(get("fct"), ["protocols=bbr", "flows=10"])
-    with pytest.raises(RunError, match="kernel TCP 'bbr' has no implementation"):
-        run(plan=plan, target="sim", out=str(tmp_path / "x"))
+    notes = VirtualTime().prepare(plan)
+    assert any("kernel TCP (bbr)" in n for n in notes), notes
+
+
+def test_kernel_tcp_without_a_model_is_one_line(tmp_path, sim_bin):
+    # Every kernel algorithm a plan may name has a model; the simulator still
+    # refuses, in one line, one that does not (a plan edited by hand).
+    plan = make_plan(get("fct"), ["protocols=cubic", "flows=10"]).to_json()
+    bad = json.loads(json.dumps(plan))
+    for a in bad["arms"][0]["agents"]:
+        if a["datapath"] == "kernel" and a.get("cc"):
+            a["cc"] = "vegas"
+    p = tmp_path / "p.json"
+    p.write_text(json.dumps(bad))
+    r = subprocess.run([str(sim_bin), str(p), "--arm", bad["arms"][0]["name"], "--out",
+                        str(tmp_path / "o")], capture_output=True, text=True, input="", timeout=60)
+    assert r.returncode == 1 and "kernel TCP 'vegas' has no implementation" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
 
 
 def test_the_simulator_refuses_bad_plans_before_running(tmp_path, sim_bin):

@@ -37,7 +37,9 @@ const SLOT_BYTES: usize = 2048;
 const BIN_NS: u64 = 10_000_000;
 
 /// Kernel congestion controls and the transport algorithm that models each.
-const KERNEL_MODELS: &[(&str, &str)] = &[("reno", "reno"), ("cubic", "cubic"), ("dctcp", "dctcp")];
+/// Kernel BBR (Linux `tcp_bbr`, BBRv1) is modelled by p4cc's `bbr`, written
+/// after `tcp_bbr.c` in the kernel's own units (docs/algorithms.md).
+const KERNEL_MODELS: &[(&str, &str)] = &[("reno", "reno"), ("cubic", "cubic"), ("dctcp", "dctcp"), ("bbr", "bbr")];
 
 /// A datagram an agent sends: from its port, to `dst`, with IP TOS `tos`;
 /// its payload is `range` of [`Outgoing::data`].

@@ -177,7 +177,18 @@ pub trait CongestionControl: Send {
     /// Window limit in bytes; `None` = not window-limited (rate only).
     fn cwnd_bytes(&self) -> Option<u64>;
     /// Pacing rate in bits/s; `None` = send as fast as the window allows.
+    /// The datapath counts whole IP packets against it (docs/transport.md
+    /// §7), unless [`pacing_counts_payload`](Self::pacing_counts_payload).
     fn pacing_rate_bps(&self) -> Option<u64>;
+    /// Whether the pacing rate is a rate of payload bytes, as TCP's own
+    /// pacing charges each segment (Linux `tcp_update_skb_after_send`: the
+    /// segment's data, not its headers), rather than of whole IP packets.
+    /// BBR's rate is its delivery rate, measured in payload, so a datapath
+    /// that charged the headers too would send below the rate BBR chose
+    /// (6 % below with p4cc's transport). Default: false.
+    fn pacing_counts_payload(&self) -> bool {
+        false
+    }
     /// Algorithm-specific state for logging (e.g. "alpha" for DCTCP).
     fn state(&self) -> BTreeMap<&'static str, f64> {
         BTreeMap::new()

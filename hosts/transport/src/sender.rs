@@ -300,7 +300,9 @@ pub struct FlowSender {
     // at the rate of the last send held a flow cut to DCQCN's floor
     // (1 Mb/s: 11.6 ms per packet) for that long after its rate recovered.
     pace_slot_ns: Option<u64>,
-    pace_bytes: u64,
+    /// The last paced packet's (payload, datagram) lengths: its gap is
+    /// taken at the rates in force when the next packet asks.
+    pace_last: (usize, usize),
     last_gap_ns: u64,
     pace_held: bool,
 
@@ -380,7 +382,7 @@ impl FlowSender {
             last_ce_bytes: 0,
             ce_pending: 0,
             pace_slot_ns: None,
-            pace_bytes: 0,
+            pace_last: (0, 0),
             last_gap_ns: 0,
             pace_held: false,
             need_probe: final_size == Some(0),
@@ -432,6 +434,24 @@ impl FlowSender {
             (a, b) => a.or(b),
         };
         r.map(|r| r.max(10_000))
+    }
+
+    /// The pacing gap after a packet of `payload` bytes in a datagram of
+    /// `dlen`: its IP packet at the pacing rate, or, for an algorithm whose
+    /// rate counts payload (BBR, as TCP's pacing does), its payload at the
+    /// algorithm's rate; a `pace_cap_bps` always counts whole IP packets.
+    /// The longer gap wins. `None` when nothing paces.
+    fn pacing_gap_ns(&self, payload: usize, dlen: usize) -> Option<u64> {
+        let wire = (dlen + IP_UDP_OVERHEAD) as u128;
+        let gap = |bytes: u128, rate: u64| (bytes * 8 * 1_000_000_000 / u128::from(rate.max(10_000))) as u64;
+        let algo = self.cc.pacing_rate_bps().map(|r| {
+            gap(if self.cc.pacing_counts_payload() { payload as u128 } else { wire }, r)
+        });
+        let cap = self.cfg.pace_cap_bps.map(|r| gap(wire, r));
+        match (algo, cap) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn window(&self) -> u64 {
@@ -506,6 +526,20 @@ impl FlowSender {
         (i < self.segs.len() && self.segs[i].seq == seq).then_some(i)
     }
 
+    /// The sender has run out of data: if the window would have let another
+    /// packet go and nothing lost waits for retransmission, the flow is
+    /// application-limited (Linux `tcp_rate_check_app_limited`: less than an
+    /// MSS unsent, fewer packets in flight than cwnd, `lost_out <=
+    /// retrans_out`; there is no host queue here to check). The algorithm
+    /// marks its rate samples until what is in flight now is delivered. The
+    /// pacer is not consulted: the kernel does not either, and a paced sender
+    /// out of data would not send when the pacer allowed it.
+    fn check_app_limited(&mut self, now_ns: u64) {
+        if self.lost_queue.is_empty() && self.inflight + self.cfg.mss as u64 <= self.window() {
+            self.cc.on_app_limited(now_ns);
+        }
+    }
+
     fn arm_rto(&mut self, now_ns: u64) {
         let rto = (self.rto_ns.saturating_mul(self.backoff as u64)).min(self.cfg.max_rto_ns);
         self.rto_deadline = Some(now_ns + rto);
@@ -526,6 +560,7 @@ impl FlowSender {
         let probe = retx.is_none() && new_len == 0 && self.need_probe;
         if retx.is_none() && new_len == 0 && !probe {
             self.pace_held = false;
+            self.check_app_limited(now_ns);
             return Transmit::Blocked;
         }
         let len = match retx {
@@ -544,10 +579,9 @@ impl FlowSender {
             return Transmit::Blocked;
         }
         // pacer
-        let rate = self.pacing_rate();
         let mut paced_gap = None;
-        if let Some(rate) = rate {
-            let next = self.next_send_ns(rate);
+        if self.pacing_rate().is_some() {
+            let next = self.next_send_ns();
             if now_ns < next {
                 self.pace_held = true;
                 return Transmit::Paced(next);
@@ -604,20 +638,21 @@ impl FlowSender {
         if self.rto_deadline.is_none() {
             self.arm_rto(now_ns);
         }
+        // The gap at the rate this packet was sent at (before the
+        // algorithm hears of the send).
+        let gap = self.pacing_gap_ns(len, dlen);
+        let due = self.next_send_ns();
         self.cc.on_send(now_ns, len as u64);
 
-        if let Some(rate) = rate {
-            let wire_bytes = (dlen + IP_UDP_OVERHEAD) as u64;
-            let gap = Self::gap_ns(wire_bytes, rate);
+        if let Some(gap) = gap {
             // keep the schedule while less than `pace_max_burst` gaps late;
             // otherwise restart it from now (no catch-up burst)
             let slack = gap * self.cfg.pace_max_burst.max(1) as u64;
-            let due = self.next_send_ns(rate);
             self.pace_slot_ns = Some(match self.pace_slot_ns {
                 Some(_) if now_ns <= due + slack => due,
                 _ => now_ns,
             });
-            self.pace_bytes = wire_bytes;
+            self.pace_last = (len, dlen);
             self.last_gap_ns = gap;
         }
         Transmit::Packet(TxInfo {
@@ -634,11 +669,12 @@ impl FlowSender {
         (wire_bytes as u128 * 8 * 1_000_000_000 / rate.max(1) as u128) as u64
     }
 
-    /// When the pacer lets the next packet go at `rate`: the last packet's
-    /// slot plus its time at that rate (0 before the first, or after an RTO
+    /// When the pacer lets the next packet go: the last packet's slot plus
+    /// its gap at the current rates (0 before the first, or after an RTO
     /// restarted the schedule).
-    fn next_send_ns(&self, rate: u64) -> u64 {
-        self.pace_slot_ns.map_or(0, |s| s + Self::gap_ns(self.pace_bytes, rate))
+    fn next_send_ns(&self) -> u64 {
+        let (payload, dlen) = self.pace_last;
+        self.pace_slot_ns.map_or(0, |s| s + self.pacing_gap_ns(payload, dlen).unwrap_or(0))
     }
 
     fn update_rtt(&mut self, rtt: u64) {
@@ -1162,6 +1198,132 @@ mod tests {
         let cfg = SenderConfig { shim: ShimChoice::V2, mss: 900, ..Default::default() };
         let s = FlowSender::new(1, 5, FlowSize::Unbounded, Box::new(Fixed(1 << 20)), cfg, 0);
         assert_eq!((s.shim_version(), s.mss()), (2, 900));
+    }
+
+    /// Counts `on_app_limited` calls; a fixed window.
+    struct AppLimited(u64, std::sync::Arc<std::sync::Mutex<Vec<u64>>>);
+    impl CongestionControl for AppLimited {
+        fn name(&self) -> &'static str {
+            "app-limited"
+        }
+        fn on_ack(&mut self, _: &AckSample) {}
+        fn on_loss(&mut self, _: u64, _: u64) {}
+        fn on_rto(&mut self, _: u64) {}
+        fn on_app_limited(&mut self, now_ns: u64) {
+            self.1.lock().unwrap().push(now_ns);
+        }
+        fn cwnd_bytes(&self) -> Option<u64> {
+            Some(self.0)
+        }
+        fn pacing_rate_bps(&self) -> Option<u64> {
+            None
+        }
+    }
+
+    /// `tcp_rate_check_app_limited`: out of data with room in the window is
+    /// application-limited; out of data with a full window, or with a loss
+    /// still to repair, is not.
+    #[test]
+    fn running_out_of_data_below_the_window_is_app_limited() {
+        let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let cfg = SenderConfig { mss: 100, ..Default::default() };
+        let mut buf = vec![0u8; 2000];
+        // 3 packets of data, a 5-packet window: the sender runs dry with room left.
+        let cc = Box::new(AppLimited(500, calls.clone()));
+        let mut s = FlowSender::new(1, 5, FlowSize::Bytes(300), cc, cfg.clone(), 0);
+        for _ in 0..3 {
+            assert!(matches!(s.poll_transmit(10, &mut buf), Transmit::Packet(_)));
+        }
+        assert!(calls.lock().unwrap().is_empty(), "not while data was left");
+        assert_eq!(s.poll_transmit(20, &mut buf), Transmit::Blocked);
+        assert_eq!(*calls.lock().unwrap(), [20]);
+        // 3 packets of data, a 3-packet window: the window, not the application, limits.
+        let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let cc = Box::new(AppLimited(300, calls.clone()));
+        let mut s = FlowSender::new(1, 5, FlowSize::Bytes(300), cc, cfg.clone(), 0);
+        for _ in 0..3 {
+            assert!(matches!(s.poll_transmit(10, &mut buf), Transmit::Packet(_)));
+        }
+        assert_eq!(s.poll_transmit(20, &mut buf), Transmit::Blocked);
+        assert!(calls.lock().unwrap().is_empty(), "cwnd-limited, not app-limited");
+        // One delivered: a packet of room, nothing to send.
+        s.on_ack(30, &ack(100, &[], 10, false));
+        assert_eq!(s.poll_transmit(31, &mut buf), Transmit::Blocked);
+        assert_eq!(*calls.lock().unwrap(), [31]);
+        // A long flow never runs dry.
+        let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let cc = Box::new(AppLimited(1 << 20, calls.clone()));
+        let mut s = FlowSender::new(1, 5, FlowSize::Unbounded, cc, cfg, 0);
+        for _ in 0..20 {
+            assert!(matches!(s.poll_transmit(10, &mut buf), Transmit::Packet(_)));
+        }
+        assert!(calls.lock().unwrap().is_empty());
+    }
+
+    /// With a hole to repair the sender is not application-limited, even
+    /// out of new data (`lost_out > retrans_out`).
+    #[test]
+    fn a_loss_waiting_for_retransmission_is_not_app_limited() {
+        let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let cfg = SenderConfig { mss: 100, ..Default::default() };
+        let mut buf = vec![0u8; 2000];
+        let cc = Box::new(AppLimited(1000, calls.clone()));
+        let mut s = FlowSender::new(1, 5, FlowSize::Bytes(500), cc, cfg, 0);
+        for _ in 0..5 {
+            assert!(matches!(s.poll_transmit(10, &mut buf), Transmit::Packet(_)));
+        }
+        assert_eq!(s.poll_transmit(11, &mut buf), Transmit::Blocked);
+        calls.lock().unwrap().clear();
+        // 0 lost (3 SACKed above it): the retransmission goes first.
+        s.on_ack(1000, &ack(0, &[(100, 500)], 10, false));
+        assert_eq!(s.lost_queue.len(), 1);
+        let Transmit::Packet(t) = s.poll_transmit(1001, &mut buf) else { panic!() };
+        assert!(t.retransmission);
+        assert!(calls.lock().unwrap().is_empty());
+        // Repaired and dry: application-limited again.
+        assert_eq!(s.poll_transmit(1002, &mut buf), Transmit::Blocked);
+        assert_eq!(*calls.lock().unwrap(), [1002]);
+    }
+
+    /// A fixed pacing rate, counted in whole IP packets or in payload.
+    struct Paced(u64, bool);
+    impl CongestionControl for Paced {
+        fn name(&self) -> &'static str {
+            "paced"
+        }
+        fn on_ack(&mut self, _: &AckSample) {}
+        fn on_loss(&mut self, _: u64, _: u64) {}
+        fn on_rto(&mut self, _: u64) {}
+        fn cwnd_bytes(&self) -> Option<u64> {
+            None
+        }
+        fn pacing_rate_bps(&self) -> Option<u64> {
+            Some(self.0)
+        }
+        fn pacing_counts_payload(&self) -> bool {
+            self.1
+        }
+    }
+
+    /// The gap between paced packets: a whole IP packet at the rate (1336
+    /// payload bytes leave as 1420: 113.6 µs at 100 Mb/s), or, for an
+    /// algorithm whose rate counts payload as TCP's pacing does (BBR), the
+    /// payload alone (106.88 µs); a pace cap counts IP packets either way.
+    #[test]
+    fn pacing_counts_ip_packets_or_payload_as_the_algorithm_says() {
+        let mut buf = vec![0u8; 2048];
+        for (payload, cap, want) in [(false, None, 113_600), (true, None, 106_880),
+                                     (true, Some(100_000_000), 113_600), (true, Some(200_000_000), 106_880)] {
+            let cfg = SenderConfig { pace_cap_bps: cap, ..Default::default() };
+            let mut s = FlowSender::new(1, 5, FlowSize::Unbounded, Box::new(Paced(100_000_000, payload)), cfg, 0);
+            assert!(matches!(s.poll_transmit(1_000, &mut buf), Transmit::Packet(_)));
+            assert_eq!(s.poll_transmit(1_001, &mut buf), Transmit::Paced(1_000 + want), "payload {payload}, cap {cap:?}");
+        }
+        // BBR's rate is its delivery rate, in payload; the others' a link rate.
+        let path = cc::PathInfo::default();
+        for (name, payload) in [("bbr", true), ("bbr3", true), ("timely", false), ("pcc", false)] {
+            assert_eq!(cc::by_name(name, &[], &path).unwrap().pacing_counts_payload(), payload, "{name}");
+        }
     }
 
     #[test]

@@ -653,7 +653,9 @@ impl BbrV1 {
     fn update_min_rtt(&mut self, now: u64, rs: &RateSample, rtt_us: Option<u64>) {
         let filter_expired = now > self.min_rtt_stamp.saturating_add(MIN_RTT_WIN_NS);
         if let Some(rtt) = rtt_us {
-            if rtt <= self.min_rtt_us || filter_expired {
+            // Strictly lower (tcp_bbr.c: `rs->rtt_us < bbr->min_rtt_us`): a
+            // sample that only matches min_rtt does not postpone PROBE_RTT.
+            if rtt < self.min_rtt_us || filter_expired {
                 self.min_rtt_us = rtt;
                 self.min_rtt_stamp = now;
             }
@@ -852,6 +854,12 @@ impl CongestionControl for BbrV1 {
 
     fn pacing_rate_bps(&self) -> Option<u64> {
         Some(self.pacing_rate.saturating_mul(8).max(1))
+    }
+
+    /// `sk_pacing_rate` as TCP's internal pacing spends it: payload bytes
+    /// (Linux `tcp_update_skb_after_send` charges the segment's data).
+    fn pacing_counts_payload(&self) -> bool {
+        true
     }
 
     fn state(&self) -> BTreeMap<&'static str, f64> {
@@ -1200,6 +1208,32 @@ mod tests {
         assert_eq!(s.b.mode(), Mode::ProbeBw);
         assert!(s.b.cwnd_pkts() >= prior, "cwnd restored: {} vs {prior}", s.b.cwnd_pkts());
         assert_eq!(s.b.min_rtt_stamp, exit, "next PROBE_RTT 10 s from now");
+    }
+
+    /// `bbr_update_min_rtt` takes a sample only if it is strictly below
+    /// min_rtt (or the filter expired): a flow whose RTT samples keep
+    /// matching min_rtt, as an unqueued flow's do, still enters PROBE_RTT
+    /// 10 s after min_rtt was set. (A `<=` here let every matching sample
+    /// restart the 10 s, so such a flow never probed.)
+    #[test]
+    fn samples_equal_to_min_rtt_do_not_postpone_probe_rtt() {
+        let mut s = Sim::new(bbr(3), true);
+        // Every ACK carries exactly the path's RTT: 10 ms + 100 µs.
+        let mut rtts = std::collections::BTreeSet::new();
+        let mut entered = None;
+        while s.now < 12_000 * MS {
+            for t in s.step(&mut false) {
+                rtts.insert(s.b.min_rtt_us());
+                if entered.is_none() && s.b.mode() == Mode::ProbeRtt {
+                    entered = Some(t);
+                }
+            }
+        }
+        assert_eq!(s.b.min_rtt_us(), 10_100, "{rtts:?}");
+        let entered = entered.expect("PROBE_RTT within 12 s");
+        let first_ack = 10 * MS + TX;
+        assert!(entered > first_ack + 10_000 * MS && entered <= first_ack + 10_000 * MS + 2 * TX,
+                "PROBE_RTT at {entered}: 10 s after the first sample set min_rtt");
     }
 
     /// `bbr_set_cwnd_to_recover_or_restore`: the first ACK of recovery sets

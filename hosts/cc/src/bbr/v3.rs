@@ -1204,6 +1204,12 @@ impl CongestionControl for BbrV3 {
         Some(((self.pacing_rate * 8.0).round() as u64).max(1))
     }
 
+    /// `sk_pacing_rate` as TCP's internal pacing spends it: payload bytes
+    /// (Linux `tcp_update_skb_after_send` charges the segment's data).
+    fn pacing_counts_payload(&self) -> bool {
+        true
+    }
+
     fn state(&self) -> BTreeMap<&'static str, f64> {
         let finite = |x: f64| if x.is_finite() { x } else { -1.0 };
         let mut m = BTreeMap::new();
