@@ -23,6 +23,9 @@ class Experiment:
     #: beyond what bmv2 forwards on the machine is slowed to a rate it can
     #: carry, unless the user set this parameter (runner.fit_to_bmv2).
     rate_param: str | None = None
+    #: Where `p4cc run` runs it without --target: "auto" (the namespace
+    #: lab), or "sim" for one the lab cannot carry at its default scale.
+    default_target: str = "auto"
 
     def arms(self, p: dict) -> list[ArmPlan]:
         """The runs the experiment compares, each a self-contained arm plan."""

@@ -1,6 +1,7 @@
 """Every reproducible experiment, by id."""
 from __future__ import annotations
 
+from .defs.dc_fct import DcFct
 from .defs.dctcp_convergence import DctcpConvergence
 from .defs.dctcp_queue import DctcpQueue
 from .defs.dctcp_theory import DctcpTheory
@@ -17,7 +18,7 @@ from .defs.pcc_satellite import PccSatellite
 from .defs.pcc_shallow import PccShallow
 from .defs.timely_incast import TimelyIncast
 
-EXPERIMENTS = {e.id: e for e in (DctcpQueue(), DctcpTheory(), DctcpConvergence(), TimelyIncast(), OracleSignal(), PccLossy(), PccShallow(), PccSatellite(), PccConvergence(), PccFriendliness(), PccRttFairness(), PccFct(), Fct(), IntIncast(), IntFairness())}
+EXPERIMENTS = {e.id: e for e in (DctcpQueue(), DctcpTheory(), DctcpConvergence(), TimelyIncast(), OracleSignal(), PccLossy(), PccShallow(), PccSatellite(), PccConvergence(), PccFriendliness(), PccRttFairness(), PccFct(), Fct(), IntIncast(), IntFairness(), DcFct())}
 
 
 def get(name: str):
