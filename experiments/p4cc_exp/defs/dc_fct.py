@@ -32,9 +32,9 @@ from .int_incast import profile
 
 #: scenario -> (flow-size table, load of the host links, with the incast mix)
 SCENARIOS = {
-    "hadoop30-incast": ("fb_hadoop", 0.3, True),   # HPCC Fig. 11 (a, b)
-    "hadoop50": ("fb_hadoop", 0.5, False),         # HPCC Fig. 11 (c)
-    "websearch60": ("websearch", 0.6, False),      # HPCC §5.3 / its results page, web search at high load
+    "hadoop30-incast": ("fb_hadoop", 0.3, True),   # HPCC §5.3, Fig. 11
+    "hadoop50": ("fb_hadoop", 0.5, False),         # HPCC §5.3, Fig. 11 (the higher load)
+    "websearch60": ("websearch", 0.6, False),      # web search at a high load (hpcc-group.github.io/results.html)
 }
 #: Flow ids: a million apart per host; incast flows half a million above.
 ID_STRIDE, INCAST_ID_OFFSET = 1_000_000, 500_000
@@ -295,7 +295,7 @@ class DcFct(Experiment):
                     f"{sc}: PowerTCP's short flows (< 100 KB) p99 slowdown at or below HPCC's "
                     f"(PowerTCP / HPCC; {fmt(a)} vs {fmt(b)})", ratio, ratio <= POWER_VS_HPCC,
                     "≤ 1 (at or below HPCC's)", f"≤ {POWER_VS_HPCC:g}",
-                    "PowerTCP (NSDI 2022) §5, Fig. 6", RATE, [f"{sc}-powertcp", f"{sc}-hpcc"]))
+                    "PowerTCP (NSDI 2022) §5 (FCT of short flows)", RATE, [f"{sc}-powertcp", f"{sc}-hpcc"]))
         return summary, verdicts
 
     def plot(self, p, results, summary, outdir):
@@ -325,8 +325,9 @@ class DcFct(Experiment):
                 ax.set_title(f"{sc}: {cdf} at {load:.0%}" + (" + incast" if incast else "")
                              + f", {q}", fontsize=9)
             row[0].legend(fontsize=7)
-        fig.suptitle(f"FCT slowdown by flow size, {p['leaves']}×{p['hosts_per_leaf']} hosts at "
-                     f"{p['rate'] / 1e9:g} Gb/s (cf. HPCC Fig. 11)", fontsize=10)
+        rate = (f"{p['rate'] / 1e9:g} Gb/s" if p["rate"] >= 1e9 else f"{p['rate'] / 1e6:g} Mb/s")
+        fig.suptitle(f"FCT slowdown by flow size: {p['leaves']} leaves × {p['hosts_per_leaf']} "
+                     f"hosts at {rate}, {p['spines']} spines (cf. HPCC Fig. 11)", fontsize=10)
         fig.tight_layout()
         path = outdir / "slowdown_by_size.png"
         fig.savefig(path, dpi=100)
