@@ -17,15 +17,18 @@ def _num(x: float) -> str:
 
 def _sizes(w: Workload) -> list[str]:
     s = w.sizes
+    if s.cdf is not None:
+        return ["--cdf", s.cdf]
     if s.fixed_bytes is not None:
         return ["--fixed-bytes", str(s.fixed_bytes)]
     out = ["--pareto-shape", _num(s.pareto_shape), "--mean-bytes", _num(s.mean_bytes)]
     return out + (["--max-bytes", str(s.max_bytes)] if s.max_bytes else [])
 
 
-def workload_args(w: Workload, ip) -> list[str]:
+def workload_args(w: Workload, ip, me: str | None = None) -> list[str]:
     """The workload subcommand of `p4cc-host gen`; ``ip`` maps a host to
-    its address. Times are seconds from the shared start."""
+    its address, ``me`` is the sender's host (an incast mix needs it).
+    Times are seconds from the shared start."""
     if w.kind == "long":
         return ["long"] + [a for f in w.flows
                            for a in ("--flow", f"{ip(f.dst)},{_num(f.start_s)},{_num(f.stop_s)}")]
@@ -35,6 +38,15 @@ def workload_args(w: Workload, ip) -> list[str]:
                *_sizes(w)]
         if w.count is not None:
             out += ["--flows", str(w.count)]
+        if w.duration_s is not None:
+            out += ["--duration-s", _num(w.duration_s)]
+        return out
+    if w.kind == "incast-mix":
+        out = ["incast-mix", *[a for d in w.dsts for a in ("--member", ip(d))], "--me", ip(me),
+               "--fan-in", str(w.fan_in), "--size", str(w.bytes), "--share", _num(w.load),
+               "--link-mbps", _num(w.link_bps / 1e6), "--schedule-seed", str(w.schedule_seed)]
+        if w.count is not None:
+            out += ["--events", str(w.count)]
         if w.duration_s is not None:
             out += ["--duration-s", _num(w.duration_s)]
         return out
@@ -100,7 +112,7 @@ def command(a: Agent, ip, out: Path, start_unix_ns: int, rt_prio: int | None = N
         if not a.ecn:
             args.append("--no-ecn")
         args += rt
-    return args + workload_args(a.workload, ip)
+    return args + workload_args(a.workload, ip, a.host)
 
 
 def kernel_ecn_sysctl(a: Agent) -> list[str] | None:

@@ -60,7 +60,9 @@ def _run(args) -> int:
         print("p4cc: --set does not apply to a saved plan (it is run exactly as written)",
               file=sys.stderr)
         return 2
-    target = args.target
+    # An experiment whose default scale the namespace lab cannot carry runs
+    # in virtual time unless asked otherwise (Experiment.default_target).
+    target = args.target or getattr(exp, "default_target", "auto")
     if args.scale == "paper":
         if target not in ("auto", "sim"):
             print(f"p4cc: the paper's scale runs in virtual time: drop --target {target} "
@@ -193,9 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("list", help="the experiments").set_defaults(fn=_list)
     r = sub.add_parser("run", help="run an experiment end to end")
     r.add_argument("experiment", nargs="?")
-    r.add_argument("--target", default="auto", choices=("auto", "embedded", "bmv2", "sim"),
+    r.add_argument("--target", default=None, choices=("auto", "embedded", "bmv2", "sim"),
                    help="switch target (auto: bmv2 when installed and able to serve the run, else "
-                        "the embedded target; sim: virtual time)")
+                        "the embedded target; sim: virtual time); default auto, or the "
+                        "experiment's own (dc-fct: sim)")
     r.add_argument("--scale", default="default", choices=("default", "paper"),
                    help="paper: the paper's own parameters, in virtual time (--target sim)")
     r.add_argument("--plan", help="run a saved scenario plan (plan.json) exactly")

@@ -50,6 +50,9 @@ class Experiment:
         own (e.g. a peak and its predicted value under one name whichever
         arm the point has); dotted names, like the summary's."""
         return {}
+    #: Where `p4cc run` runs it without --target: "auto" (the namespace
+    #: lab), or "sim" for one the lab cannot carry at its default scale.
+    default_target: str = "auto"
 
     def arms(self, p: dict) -> list[ArmPlan]:
         """The runs the experiment compares, each a self-contained arm plan."""

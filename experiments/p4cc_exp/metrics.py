@@ -81,10 +81,11 @@ def utilisation_between(r: dict, first: str, last: str, rate_bps: float) -> floa
         window = (pb["wire_unix_ns"] - pa["wire_unix_ns"]) / 1e9
     else:
         window = (b["unix_ns"] - a["unix_ns"]) / 1e9
-    from .results import sent_bytes
+    from .results import busy_between, sent_bytes
     part = {"window_s": window, "tx_bytes": sent_bytes(pa, pb),
             "tx_packets": pb.get("tx_packets", 0) - pa.get("tx_packets", 0),
-            "rate_pps": r.get("rate_pps")}
+            "rate_pps": r.get("rate_pps"),
+            "busy": busy_between(a, b, r["queue_key"], r.get("port_rate_bps"))}
     return utilisation(part, rate_bps)
 
 
@@ -140,10 +141,20 @@ def wire_mbps(r: dict) -> float:
 
 def utilisation(r: dict, rate_bps: float) -> float:
     """How busy the measured port was between the two counter readings:
-    the bytes it sent as a fraction of its line rate — or, where the target
-    shapes in frames per second (bmv2), the frames it sent as a fraction of
-    that rate, since frames shorter than the full-sized one the rate was
-    converted at leave bits unused however busy the port is."""
+    where the executor measured the time its link spent serializing
+    (virtual time: ``r["busy"]``), that time over the window, scaled from
+    the port's rate to ``rate_bps`` — exact, in whole numbers, so never
+    above 1 at the port's own rate; else the bytes it sent as a fraction of
+    its line rate — or, where the target shapes in frames per second
+    (bmv2), the frames it sent as a fraction of that rate, since frames
+    shorter than the full-sized one the rate was converted at leave bits
+    unused however busy the port is."""
+    busy = r.get("busy")
+    if busy and busy["window_ns"] > 0:
+        num, den = busy["busy_ns"] * busy["rate_bps"], busy["window_ns"]
+        if float(rate_bps).is_integer():
+            return num / (den * int(rate_bps))   # integers: correctly rounded
+        return num / den / rate_bps
     if r["window_s"] <= 0:
         return 0.0
     if r.get("rate_pps") and r.get("tx_packets"):

@@ -5,6 +5,7 @@ from .defs.bbr_cubic import BbrCubic
 from .defs.bbr_kernel import BbrKernel
 from .defs.bbr_rtt import BbrRtt
 from .defs.bbr_shallow import BbrShallow
+from .defs.dc_fct import DcFct
 from .defs.dctcp_convergence import DctcpConvergence
 from .defs.dctcp_queue import DctcpQueue
 from .defs.dctcp_theory import DctcpTheory
@@ -21,7 +22,7 @@ from .defs.pcc_satellite import PccSatellite
 from .defs.pcc_shallow import PccShallow
 from .defs.timely_incast import TimelyIncast
 
-EXPERIMENTS = {e.id: e for e in (DctcpQueue(), DctcpTheory(), DctcpConvergence(), TimelyIncast(), OracleSignal(), PccLossy(), PccShallow(), PccSatellite(), PccConvergence(), PccFriendliness(), PccRttFairness(), PccFct(), Fct(), IntIncast(), IntFairness(), BbrKernel(), BbrCubic(), BbrRtt(), BbrShallow())}
+EXPERIMENTS = {e.id: e for e in (DctcpQueue(), DctcpTheory(), DctcpConvergence(), TimelyIncast(), OracleSignal(), PccLossy(), PccShallow(), PccSatellite(), PccConvergence(), PccFriendliness(), PccRttFairness(), PccFct(), Fct(), IntIncast(), IntFairness(), BbrKernel(), BbrCubic(), BbrRtt(), BbrShallow(), DcFct())}
 
 
 def get(name: str):

@@ -52,6 +52,8 @@ def arm_result(outdir: Path, arm: ArmPlan) -> dict:
         out["window_unix_ns"] = (int(reads["start"]["unix_ns"]), int(reads["end"]["unix_ns"]))
     except (KeyError, TypeError, ValueError):
         pass
+    out["busy"] = None
+    out["port_rate_bps"] = port_rate_bps(arm, q) if q else None
     if q and "start" in reads and "end" in reads:
         a, b = reads["start"]["ports"].get(q.key()), reads["end"]["ports"].get(q.key())
         if a and b:
@@ -65,7 +67,32 @@ def arm_result(outdir: Path, arm: ArmPlan) -> dict:
                     out[k] = b[f"wire_{k}"] - a[f"wire_{k}"]
             if "wire_unix_ns" in a and "wire_unix_ns" in b:
                 out["window_s"] = (b["wire_unix_ns"] - a["wire_unix_ns"]) / 1e9
+            out["busy"] = busy_between(reads["start"], reads["end"], q.key(), out["port_rate_bps"])
     return out
+
+
+def port_rate_bps(arm: ArmPlan, q) -> int | None:
+    """Port ``q``'s line rate in the plan, if it holds all run (no event
+    changes it)."""
+    if any(e.switch == q.switch and e.port == q.port and "rate_bps" in e.set for e in arm.events):
+        return None
+    sw = arm.switches.get(q.switch)
+    port = sw.ports.get(q.port) if sw else None
+    return int(port.rate_bps) if port is not None and port.rate_bps else None
+
+
+def busy_between(first: dict, last: dict, key: str, rate_bps: int | None) -> dict | None:
+    """How long port ``key``'s link was busy between two readings, where the
+    executor measured it (virtual time: ``wire_busy_ns``): {"busy_ns",
+    "window_ns", "rate_bps"} in whole numbers, so a utilisation taken from
+    them is exact and at most 1. None where it did not, or without one
+    line rate for the port (``port_rate_bps``)."""
+    a, b = first["ports"].get(key), last["ports"].get(key)
+    if not rate_bps or not a or not b or "wire_busy_ns" not in a or "wire_busy_ns" not in b:
+        return None
+    return {"busy_ns": int(b["wire_busy_ns"]) - int(a["wire_busy_ns"]),
+            "window_ns": int(last["unix_ns"]) - int(first["unix_ns"]),
+            "rate_bps": int(rate_bps)}
 
 
 def applied_rate_pps(outdir: Path, q) -> float | None:

@@ -83,6 +83,22 @@ class SimProcess:
         self.log.close()
 
 
+def with_busy(ports: dict, busy: dict | None) -> dict:
+    """Each measured port's reading gets ``wire_busy_ns``: how long its link
+    had spent serializing frames by the paused instant, to the nanosecond
+    (the simulator's ``paused`` event). The utilisation is taken from it:
+    between two readings on whole nanoseconds it grows by at most the time
+    between them, so a utilisation can never exceed 1 — which bytes counted
+    as whole frames could (a frame on the wire at a reading is all in or
+    all out)."""
+    for key, row in ports.items():
+        switch, _, port = key.rpartition(":")
+        ns = (busy or {}).get(switch, {}).get(port)
+        if ns is not None:
+            row["wire_busy_ns"] = int(ns)
+    return ports
+
+
 class VirtualTime:
     """Runs plans in virtual time (docs/simulator.md)."""
 
@@ -162,7 +178,8 @@ class VirtualTime:
                 if what == "event":
                     apply_event(sw, item)
                 else:
-                    reads[item] = {"unix_ns": ev["unix_ns"], "ports": read_ports(arm, sw, eps)}
+                    reads[item] = {"unix_ns": ev["unix_ns"],
+                                   "ports": with_busy(read_ports(arm, sw, eps), ev.get("busy_ns"))}
         # The controller lets go first: the simulator exits once it is done,
         # and streams it closed under the controller would read as failures.
         sim.send(cmd="finish", grace_s=GRACE_S)

@@ -17,7 +17,8 @@ use telemetry::collector::{handle_datagram, CollectorStats};
 use telemetry::postcard::Postcard;
 use traffic::log::FlowLogger;
 use traffic::rng::Pareto;
-use traffic::workload::{ClosedLoop, Incast, Poisson, Schedule, SizeDist};
+use traffic::cdf::EmpiricalCdf;
+use traffic::workload::{ClosedLoop, Incast, IncastMix, Poisson, Schedule, SizeDist};
 use traffic::Workload;
 use transport::receiver::{Receiver, ReceiverConfig};
 use transport::sender::SenderConfig;
@@ -162,6 +163,9 @@ pub fn algorithm(spec: &AgentSpec) -> Result<String, SimError> {
 }
 
 fn sizes(s: &plan::Sizes) -> Result<SizeDist, String> {
+    if let Some(name) = &s.cdf {
+        return Ok(SizeDist::Cdf(std::sync::Arc::new(EmpiricalCdf::named(name)?)));
+    }
     Ok(match s.fixed_bytes {
         Some(b) => SizeDist::Fixed(b),
         None => SizeDist::Pareto { dist: Pareto::with_mean(s.pareto_shape, s.mean_bytes)?, max_bytes: s.max_bytes },
@@ -170,6 +174,7 @@ fn sizes(s: &plan::Sizes) -> Result<SizeDist, String> {
 
 fn workload(
     w: &plan::Workload,
+    me: &str,
     addr: &dyn Fn(&str) -> Result<SocketAddr, SimError>,
     first_id: u32,
     seed: u64,
@@ -209,6 +214,30 @@ fn workload(
             )
             .map_err(bad)?,
         ),
+        "incast-mix" => {
+            let idx = w
+                .dsts
+                .iter()
+                .position(|d| d == me)
+                .ok_or_else(|| bad(format!("the sender's host {me} is not in the group")))?;
+            Box::new(
+                IncastMix::new(
+                    dsts()?,
+                    idx,
+                    w.fan_in.unwrap_or(1) as usize,
+                    w.bytes.unwrap_or(0),
+                    w.load.unwrap_or(0.0),
+                    w.link_bps.unwrap_or(0) as f64,
+                    start,
+                    w.count,
+                    w.duration_s.map(|d| start + secs(d)),
+                    first_id,
+                    seed,
+                    w.schedule_seed.unwrap_or(0),
+                )
+                .map_err(bad)?,
+            )
+        }
         "closed" => Box::new(
             ClosedLoop::new(
                 dsts()?,
@@ -304,7 +333,7 @@ impl Agent {
                 let src2 = src.clone();
                 let stack = SenderStack::new(
                     opts,
-                    workload(w, addr, spec.flow_id_base, spec.seed)?,
+                    workload(w, &spec.host, addr, spec.flow_id_base, spec.seed)?,
                     Box::new(make),
                     logger,
                     unix_offset,

@@ -6,7 +6,7 @@
 //!   → {"event": "ready", "switches": {name: endpoint}, "unix_base_ns": N}
 //!   ← {"cmd": "run", "until_s": 2.0}
 //!   → {"event": "progress", "sim_s", "until_s", "events", "events_per_s", "wall_s"}  (about 1/s)
-//!   → {"event": "paused", "sim_s": 2.0, "unix_ns": N}
+//!   → {"event": "paused", "sim_s": 2.0, "unix_ns": N, "busy_ns": {switch: {port: ns}}}
 //!   ← {"cmd": "finish", "grace_s": 15}
 //!   → {"event": "done", "complete": true, "sim_s", "events", "wall_s", "cpu_s", "run_cpu_s", "agents", "hosts"}
 //!
@@ -102,7 +102,10 @@ pub fn serve(mut world: World, input: impl BufRead, stop: Arc<AtomicBool>) -> Re
             let _ = ran;
             break;
         }
-        emit(serde_json::json!({"event": "paused", "sim_s": world.now as f64 / 1e9, "unix_ns": UNIX_BASE_NS + world.now}));
+        // How long each link has been busy, to the ns, read at this instant
+        // with the counters: the executor's utilisation (it cannot exceed 1).
+        emit(serde_json::json!({"event": "paused", "sim_s": world.now as f64 / 1e9, "unix_ns": UNIX_BASE_NS + world.now,
+                                "busy_ns": world.busy_ns()}));
     }
     let (sim_s, events) = (world.now as f64 / 1e9, world.stats.events);
     let mut done = world.finish()?;

@@ -174,6 +174,10 @@ pub struct Sizes {
     pub pareto_shape: f64,
     pub mean_bytes: f64,
     pub max_bytes: Option<u64>,
+    /// An empirical flow-size table (traffic::cdf: websearch, fb_hadoop,
+    /// alistorage, or a file) instead of Pareto.
+    #[serde(default)]
+    pub cdf: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -193,6 +197,16 @@ pub struct Workload {
     pub concurrency: Option<u32>,
     pub think_s: f64,
     pub start_s: f64,
+    /// How `dsts` was chosen ("all-to-all", "pairs"): for people, the
+    /// generator only reads `dsts`.
+    #[serde(default)]
+    pub pattern: Option<String>,
+    /// incast-mix: senders per event.
+    #[serde(default)]
+    pub fan_in: Option<u32>,
+    /// incast-mix: the seed of the schedule every member of the group shares.
+    #[serde(default)]
+    pub schedule_seed: Option<u64>,
 }
 
 impl Plan {

@@ -78,6 +78,10 @@ pub struct SimHost {
     rate_bps: Option<u64>,
     nic: VecDeque<Vec<u8>>,
     nic_busy: bool,
+    /// The NIC's last frame really ended this far before the whole
+    /// nanosecond it is done at, in ns × bit/s (as a switch port's link:
+    /// ports::queue), so back-to-back frames leave at exactly the line rate.
+    nic_short_nb: u64,
     pub nic_drops: u64,
     pub rx_drops: u64,
     agents: Vec<Agent>,
@@ -250,6 +254,7 @@ impl World {
                 rate_bps: rate,
                 nic: VecDeque::new(),
                 nic_busy: false,
+                nic_short_nb: 0,
                 nic_drops: 0,
                 rx_drops: 0,
                 agents,
@@ -343,11 +348,36 @@ impl World {
         }
     }
 
-    fn serialization_ns(rate: Option<u64>, len: usize) -> u64 {
-        match rate {
-            Some(r) if r > 0 => ((len as u128 * 8 * 1_000_000_000) / r as u128) as u64,
-            _ => 0,
+    /// When a frame of `len` bytes the NIC starts at `start` (a whole ns;
+    /// back to back, really `nic_short_nb` before it) is on the wire: the
+    /// first whole ns after its exact end. Rounding each frame's time down
+    /// instead sent more than the line rate (1.7 frames in 10 000 of 1454
+    /// bytes at 10 Gbit/s).
+    fn nic_end(host: &mut SimHost, start: u64, len: usize) -> u64 {
+        match host.rate_bps {
+            Some(r) if r > 0 => {
+                let r = r as u128;
+                let end_nb = start as u128 * r - host.nic_short_nb as u128 + len as u128 * 8 * 1_000_000_000;
+                let end = end_nb.div_ceil(r);
+                host.nic_short_nb = (end * r - end_nb) as u64;
+                end as u64
+            }
+            _ => start,
         }
+    }
+
+    /// How long each switch port's link has spent serializing frames by
+    /// now, to the nanosecond: {switch: {port: ns}} (`EgressPort::busy_ns`).
+    /// Read at the same paused instant as the counters, two readings give
+    /// a utilisation that cannot exceed 1.
+    pub fn busy_ns(&self) -> serde_json::Value {
+        let mut out = serde_json::Map::new();
+        for s in &self.switches {
+            let ports: serde_json::Map<String, serde_json::Value> =
+                s.core.ports.iter().map(|p| (p.num.to_string(), p.egress.busy_ns(self.now).into())).collect();
+            out.insert(s.name.clone(), ports.into());
+        }
+        out.into()
     }
 
     /// An agent's datagrams leave through its host's NIC.
@@ -376,8 +406,9 @@ impl World {
             host.nic.push_back(f);
             if !host.nic_busy {
                 host.nic_busy = true;
-                let d = Self::serialization_ns(host.rate_bps, len);
-                self.push(t + d, Ev::NicDone(h));
+                host.nic_short_nb = 0;
+                let end = Self::nic_end(host, t, len);
+                self.push(end, Ev::NicDone(h));
             }
         }
         self.out = outs;
@@ -479,10 +510,10 @@ impl World {
                     self.push(t, Ev::SwitchRx(s, p, f));
                 }
                 let host = &mut self.hosts[h];
-                match host.nic.front() {
-                    Some(next) => {
-                        let d = Self::serialization_ns(host.rate_bps, next.len());
-                        self.push(t + d, Ev::NicDone(h));
+                match host.nic.front().map(|f| f.len()) {
+                    Some(len) => {
+                        let end = Self::nic_end(host, t, len);
+                        self.push(end, Ev::NicDone(h));
                     }
                     None => host.nic_busy = false,
                 }

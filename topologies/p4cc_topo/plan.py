@@ -39,6 +39,8 @@ REPO = Path(__file__).resolve().parents[2]
 #: The v1model pipeline every software target runs (p4c output, committed).
 P4INFO = "p4src/build/cc_switch.p4info.bin"
 DEVICE_CONFIG = "p4src/build/cc_switch.json"
+#: The flow-size tables p4cc-host and the simulator have built in.
+CDF_DIR = REPO / "hosts" / "traffic" / "cdf"
 #: The UDP port the postcard collector listens on.
 COLLECTOR_UDP_PORT = 9999
 
@@ -264,11 +266,15 @@ class FlowWindow:
 
 @dataclass(frozen=True)
 class Sizes:
-    """Flow sizes: fixed, or Pareto with a mean (and an optional cap)."""
+    """Flow sizes: fixed, Pareto with a mean (and an optional cap), or an
+    empirical table ``cdf`` (a name of hosts/traffic/cdf/: websearch,
+    fb_hadoop, alistorage; sampled by inverse transform with linear
+    interpolation, docs/hosts.md)."""
     fixed_bytes: int | None = None
     pareto_shape: float = 1.2
     mean_bytes: float = 30000.0
     max_bytes: int | None = None
+    cdf: str | None = None
 
 
 @dataclass(frozen=True)
@@ -276,11 +282,18 @@ class Workload:
     """What a sender sends (p4cc-host's workloads, docs/hosts.md).
 
     kind ``long``: ``flows`` (one FlowWindow each); ``poisson``: open-loop
-    arrivals at ``load`` of ``link_bps`` to ``dsts`` with ``sizes``, at most
-    ``flows`` flows, no new flow after ``duration_s``; ``single``: one flow of
-    ``bytes`` to ``dsts[0]``; ``incast``: ``rounds`` flows of ``bytes`` to
-    ``dsts[0]``, ``interval_s`` apart; ``closed``: ``concurrency`` flows at
-    all times.
+    arrivals at ``load`` of ``link_bps`` to ``dsts`` (each flow to one of
+    them, uniformly) with ``sizes``, at most ``count`` flows, no new flow
+    after ``duration_s``; ``pattern`` says how ``dsts`` was chosen
+    ("all-to-all": every other host; "pairs": one partner); ``single``: one
+    flow of ``bytes`` to ``dsts[0]``; ``incast``: ``rounds`` flows of
+    ``bytes`` to ``dsts[0]``, ``interval_s`` apart; ``closed``:
+    ``concurrency`` flows at all times; ``incast-mix``: incast events as a
+    Poisson process over the group ``dsts`` (the agent's own host among
+    them) adding ``load`` of the group's ``link_bps`` capacity, each a
+    receiver and ``fan_in`` senders drawn from the group sending ``bytes``
+    each, on the schedule every member draws from ``schedule_seed``; at
+    most ``count`` events, none after ``duration_s``.
     """
     kind: str
     flows: tuple[FlowWindow, ...] = ()
@@ -296,8 +309,12 @@ class Workload:
     concurrency: int | None = None
     think_s: float = 0.0
     start_s: float = 0.0
+    pattern: str | None = None
+    fan_in: int | None = None
+    schedule_seed: int | None = None
 
-    KINDS = ("long", "poisson", "single", "incast", "closed")
+    KINDS = ("long", "poisson", "single", "incast", "closed", "incast-mix")
+    PATTERNS = ("all-to-all", "pairs")
 
     def check(self, where: str, hosts) -> None:
         if self.kind not in self.KINDS:
@@ -316,14 +333,31 @@ class Workload:
         else:
             if not self.dsts:
                 _fail(f"{where}.dsts", f"a {self.kind} workload needs a destination")
-        if self.kind == "poisson":
+        if self.kind in ("poisson", "incast-mix"):
             _num(self.load, f"{where}.load", 0, 1, positive=True)
             _num(self.link_bps, f"{where}.link_bps", integer=True, positive=True)
-        if self.kind in ("single", "incast"):
+        if self.pattern is not None and self.pattern not in self.PATTERNS:
+            _fail(f"{where}.pattern", f"{self.pattern!r} is not one of {', '.join(self.PATTERNS)}")
+        if self.kind in ("single", "incast", "incast-mix"):
             _num(self.bytes, f"{where}.bytes", integer=True, positive=True)
+        if self.kind == "incast-mix":
+            if len(set(self.dsts)) != len(self.dsts) or len(self.dsts) < 2:
+                _fail(f"{where}.dsts", "an incast mix needs a group of two or more distinct hosts")
+            _num(self.fan_in, f"{where}.fan_in", 1, len(self.dsts) - 1, integer=True)
+            _num(self.schedule_seed, f"{where}.schedule_seed", 0, 2**64 - 1, integer=True)
         if self.kind == "closed":
             _num(self.concurrency, f"{where}.concurrency", integer=True, positive=True)
-        if self.sizes.fixed_bytes is not None:
+        if self.sizes.cdf is not None:
+            if self.sizes.fixed_bytes is not None:
+                _fail(f"{where}.sizes", "give fixed_bytes or cdf, not both")
+            if not isinstance(self.sizes.cdf, str) or not self.sizes.cdf:
+                _fail(f"{where}.sizes.cdf", "a flow-size table's name is expected")
+            if not ("/" in self.sizes.cdf or self.sizes.cdf.endswith(".txt")
+                    or (CDF_DIR / f"{self.sizes.cdf}.txt").is_file()):
+                known = sorted(p.stem for p in CDF_DIR.glob("*.txt"))
+                _fail(f"{where}.sizes.cdf", f"unknown flow-size table {self.sizes.cdf!r} "
+                      f"(built in: {', '.join(known)}; or a file path)")
+        elif self.sizes.fixed_bytes is not None:
             _num(self.sizes.fixed_bytes, f"{where}.sizes.fixed_bytes", integer=True, positive=True)
         elif self.kind in ("poisson", "closed"):
             _num(self.sizes.pareto_shape, f"{where}.sizes.pareto_shape", 1.0 + 1e-9)
@@ -400,6 +434,9 @@ class Agent:
             if self.workload is None:
                 _fail(f"{where}.workload", "a sender needs a workload")
             self.workload.check(f"{where}.workload", hosts)
+            if self.workload.kind == "incast-mix" and self.host not in self.workload.dsts:
+                _fail(f"{where}.workload.dsts", f"the sender's host {self.host!r} is not in its "
+                      "incast group")
         _num(self.bin_ms, f"{where}.bin_ms", 0.001, 60_000)
         if self.datapath == "external":
             self._check_external(where)

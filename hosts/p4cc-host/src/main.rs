@@ -16,7 +16,8 @@ use std::sync::Arc;
 use telemetry::shim::DATA_PORT;
 use traffic::log::FlowLogger;
 use traffic::rng::Pareto;
-use traffic::workload::{ClosedLoop, Incast, Poisson, Schedule, SizeDist};
+use traffic::cdf::EmpiricalCdf;
+use traffic::workload::{ClosedLoop, Incast, IncastMix, Poisson, Schedule, SizeDist};
 use traffic::{FlowSpec, Workload};
 use transport::receiver::ReceiverConfig;
 use transport::sender::SenderConfig;
@@ -42,8 +43,10 @@ enum Cmd {
     TcpRecv(TcpRecvArgs),
     /// One kernel TCP flow (shortcut for `gen --datapath tcp single`).
     TcpSend(SingleArgs),
-    /// Run a workload (long / incast / poisson / closed / single) on a datapath.
+    /// Run a workload (long / incast / poisson / closed / single / incast-mix) on a datapath.
     Gen(GenArgs),
+    /// A flow-size table: its points, its mean, and the mean of samples drawn from it.
+    Cdf(CdfArgs),
     /// Switch postcard collector: UDP datagrams -> CSV.
     Collect(CollectArgs),
     /// Register / unregister / inspect the BPF DCTCP (struct_ops "p4cc_dctcp").
@@ -243,7 +246,7 @@ enum WorkloadCmd {
         #[arg(long, default_value_t = 100.0)]
         interval_ms: f64,
     },
-    /// Open-loop Poisson arrivals at a target load, Pareto (or fixed) sizes.
+    /// Open-loop Poisson arrivals at a target load, Pareto, fixed or empirical (--cdf) sizes.
     Poisson {
         /// Destination(s), chosen uniformly per flow (repeatable).
         #[arg(long = "dst", required = true)]
@@ -259,6 +262,38 @@ enum WorkloadCmd {
         #[arg(long)]
         flows: Option<u32>,
         /// Stop starting flows after this long.
+        #[arg(long)]
+        duration_s: Option<f64>,
+    },
+    /// Incast events as a Poisson process over a group of hosts: each picks
+    /// a receiver and --fan-in senders of the group; every member runs the
+    /// same schedule (--schedule-seed) and sends where it is a sender.
+    IncastMix {
+        /// The group, every member in the same order on every host (repeatable).
+        #[arg(long = "member", required = true)]
+        group: Vec<String>,
+        /// This host's address (one of the members).
+        #[arg(long)]
+        me: String,
+        /// Senders per event (at most the group's size − 1).
+        #[arg(long, default_value_t = 60)]
+        fan_in: usize,
+        /// Bytes each sender sends per event.
+        #[arg(long, default_value_t = 500_000)]
+        size: u64,
+        /// The events' load: a share of the group's host links' capacity.
+        #[arg(long)]
+        share: f64,
+        /// Each member's link rate.
+        #[arg(long)]
+        link_mbps: f64,
+        /// Seed of the shared schedule (the same on every member).
+        #[arg(long)]
+        schedule_seed: u64,
+        /// Stop after this many events (of the whole group).
+        #[arg(long)]
+        events: Option<u32>,
+        /// No event after this long.
         #[arg(long)]
         duration_s: Option<f64>,
     },
@@ -292,8 +327,23 @@ struct SizeArgs {
     #[arg(long)]
     max_bytes: Option<u64>,
     /// Fixed size instead of Pareto.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "cdf")]
     fixed_bytes: Option<u64>,
+    /// Sizes from an empirical table instead of Pareto: websearch,
+    /// fb_hadoop, alistorage (hosts/traffic/cdf/), or a file of that format.
+    #[arg(long)]
+    cdf: Option<String>,
+}
+
+#[derive(Args, Clone)]
+struct CdfArgs {
+    /// A built-in table (websearch, fb_hadoop, alistorage) or a file.
+    name: String,
+    /// Also draw this many sizes and print their mean.
+    #[arg(long, default_value_t = 0)]
+    samples: u64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 #[derive(Args, Clone)]
@@ -419,6 +469,9 @@ fn cnp_interval_ns(us: f64) -> Result<u64, CliError> {
 }
 
 fn sizes_of(s: &SizeArgs) -> Result<SizeDist, CliError> {
+    if let Some(name) = &s.cdf {
+        return Ok(SizeDist::Cdf(std::sync::Arc::new(EmpiricalCdf::named(name).map_err(CliError::Usage)?)));
+    }
     Ok(match s.fixed_bytes {
         Some(b) => SizeDist::Fixed(b),
         None => SizeDist::Pareto {
@@ -485,6 +538,31 @@ fn build_workload(
             )
             .map_err(CliError::Usage)?,
         ),
+        WorkloadCmd::IncastMix { group, me, fan_in, size, share, link_mbps, schedule_seed, events, duration_s } => {
+            let members = dsts(group)?;
+            let me = parse_dst(me, port)?;
+            let idx = members
+                .iter()
+                .position(|m| m.ip() == me.ip())
+                .ok_or_else(|| CliError::Usage(format!("--me {} is not a --member", me.ip())))?;
+            Box::new(
+                IncastMix::new(
+                    members,
+                    idx,
+                    *fan_in,
+                    *size,
+                    *share,
+                    link_mbps * 1e6,
+                    start_ns,
+                    *events,
+                    duration_s.map(|s| start_ns + secs(s)),
+                    opts.flow_id_base,
+                    opts.seed,
+                    *schedule_seed,
+                )
+                .map_err(CliError::Usage)?,
+            )
+        }
         WorkloadCmd::Closed { dsts: d, concurrency, sizes, think_ms, flows, duration_s } => Box::new(
             ClosedLoop::new(
                 dsts(d)?,
@@ -677,6 +755,18 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             &WorkloadCmd::Single { dst: a.dst, bytes: a.bytes, duration_s: a.duration_s },
         ),
         Cmd::Gen(g) => run_gen(g.datapath, g.start_at_unix_ns, g.start_in_ms, &g.opts, &g.workload),
+        Cmd::Cdf(a) => {
+            let c = EmpiricalCdf::named(&a.name).map_err(CliError::Usage)?;
+            let pts: Vec<String> = c.points.iter().map(|(x, y)| format!("[{x}, {y}]")).collect();
+            let mut sampled = String::new();
+            if a.samples > 0 {
+                let mut r = traffic::rng::Rng::new(a.seed);
+                let total: f64 = (0..a.samples).map(|_| c.sample(&mut r) as f64).sum();
+                sampled = format!(", \"samples\": {}, \"sample_mean\": {}", a.samples, total / a.samples as f64);
+            }
+            println!("{{\"name\": \"{}\", \"points\": [{}], \"mean\": {}{sampled}}}", c.name, pts.join(", "), c.mean());
+            Ok(true)
+        }
         Cmd::Collect(a) => {
             let stop = stop_flag();
             eprintln!(
@@ -747,6 +837,13 @@ mod tests {
             vec!["p4cc-host", "gen", "incast", "--dst", "10.99.0.2", "--size", "20000", "--rounds", "5", "--start-at-unix-ns", "1"],
             vec!["p4cc-host", "gen", "poisson", "--dst", "10.99.0.2", "--dst", "10.99.0.3", "--load", "0.5", "--link-mbps", "100", "--flows", "500"],
             vec!["p4cc-host", "gen", "closed", "--dst", "10.99.0.2", "--concurrency", "4", "--fixed-bytes", "100000"],
+            vec!["p4cc-host", "gen", "poisson", "--dst", "10.99.0.2", "--load", "0.3", "--link-mbps", "100", "--cdf", "fb_hadoop", "--duration-s", "1"],
+            vec![
+                "p4cc-host", "gen", "incast-mix", "--member", "10.99.0.1", "--member", "10.99.0.2", "--member", "10.99.0.3",
+                "--me", "10.99.0.2", "--fan-in", "2", "--size", "500000", "--share", "0.02", "--link-mbps", "100",
+                "--schedule-seed", "5", "--duration-s", "1",
+            ],
+            vec!["p4cc-host", "cdf", "websearch", "--samples", "10"],
             vec!["p4cc-host", "collect", "--listen", "0.0.0.0:9999", "--out", "/tmp/pc.csv"],
             vec!["p4cc-host", "bpf-dctcp", "status"],
         ] {
@@ -786,5 +883,16 @@ mod tests {
         let mut w = build_workload(&g.workload, 7360, &g.opts, 1000).unwrap();
         assert_eq!(w.next_start_ns(), Some(1000));
         assert_eq!(w.poll(1000)[0].size, Some(100));
+        let cli = Cli::try_parse_from(["p4cc-host", "gen", "poisson", "--dst", "10.99.0.2", "--load", "0.5", "--link-mbps", "100", "--cdf", "nonesuch"]).unwrap();
+        let Some(Cmd::Gen(g)) = cli.cmd else { panic!() };
+        assert!(build_workload(&g.workload, 7360, &g.opts, 0).is_err(), "unknown table");
+        assert!(Cli::try_parse_from(["p4cc-host", "gen", "poisson", "--dst", "10.99.0.2", "--load", "0.5", "--link-mbps", "100", "--cdf", "websearch", "--fixed-bytes", "5"]).is_err());
+        let cli = Cli::try_parse_from([
+            "p4cc-host", "gen", "incast-mix", "--member", "10.99.0.1", "--member", "10.99.0.2", "--me", "10.99.0.9",
+            "--share", "0.1", "--link-mbps", "100", "--schedule-seed", "1",
+        ])
+        .unwrap();
+        let Some(Cmd::Gen(g)) = cli.cmd else { panic!() };
+        assert!(build_workload(&g.workload, 7360, &g.opts, 0).is_err(), "--me not a member");
     }
 }

@@ -2,9 +2,11 @@
 //! the run. A datapath polls [`Workload::poll`] and reports flow ends
 //! through [`Workload::on_flow_end`] (closed-loop workloads need them).
 
+use crate::cdf::EmpiricalCdf;
 use crate::rng::{Pareto, Rng};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 /// One flow to run.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,7 +21,8 @@ pub struct FlowSpec {
     pub stop_ns: Option<u64>,
     /// Payload seed (the receiver verifies bytes against it).
     pub seed: u64,
-    /// Workload name ("long", "incast", "poisson", "closed", "single").
+    /// Workload name ("long", "incast", "poisson", "closed", "single",
+    /// "incast-mix").
     pub workload: &'static str,
     /// Incast round (or the long-flow index), when meaningful.
     pub round: Option<u32>,
@@ -155,11 +158,13 @@ impl Workload for Incast {
 }
 
 /// How flow sizes are drawn.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum SizeDist {
     Fixed(u64),
     /// Pareto with this shape and mean (bytes), optionally capped.
     Pareto { dist: Pareto, max_bytes: Option<u64> },
+    /// An empirical distribution (web search, FB_Hadoop, ...: crate::cdf).
+    Cdf(Arc<EmpiricalCdf>),
 }
 
 impl SizeDist {
@@ -171,19 +176,24 @@ impl SizeDist {
                 let v = if v >= u64::MAX as f64 { u64::MAX } else { v as u64 };
                 max_bytes.map_or(v, |m| v.min(m))
             }
+            SizeDist::Cdf(ref c) => c.sample(rng),
         }
     }
     pub fn mean(&self) -> f64 {
         match *self {
             SizeDist::Fixed(n) => n as f64,
             SizeDist::Pareto { dist, .. } => dist.mean(),
+            SizeDist::Cdf(ref c) => c.mean(),
         }
     }
 }
 
 /// Open-loop Poisson arrivals: inter-arrival times are exponential with
 /// rate lambda = load * link_bps / (8 * mean size); each flow goes to a
-/// destination drawn uniformly. Ends after `max_flows` or at `end_ns`.
+/// destination drawn uniformly from `dsts` (all-to-all: every other host;
+/// a fixed pair: one). Ends after `max_flows` or at `end_ns`. The load
+/// counts flow bytes (payload), as the HPCC generator does; headers add
+/// to it on the wire.
 pub struct Poisson {
     dsts: Vec<SocketAddr>,
     sizes: SizeDist,
@@ -258,6 +268,157 @@ impl Workload for Poisson {
     }
     fn is_finished(&self) -> bool {
         self.max_flows.is_some_and(|m| self.issued >= m) || self.end_ns.is_some_and(|e| self.next_ns > e as f64)
+    }
+}
+
+/// Incast events as a Poisson process over a group of hosts (HPCC
+/// SIGCOMM 2019 §5.3: 60 senders × 500 KB to one receiver, on top of the
+/// background traffic). Events arrive at rate
+/// lambda = share * N * link_bps / (8 * fan_in * size), so they add
+/// `share` of the group's N host links' capacity; each picks a receiver
+/// uniformly from the group and `fan_in` distinct senders uniformly from
+/// the others (a partial Fisher-Yates shuffle). Every member runs the same
+/// schedule from the same `schedule_seed` and starts the flows where it is
+/// a sender, all at the event's instant; `round` is the event's number.
+pub struct IncastMix {
+    group: Vec<SocketAddr>,
+    me: usize,
+    fan_in: usize,
+    size: u64,
+    mean_gap_ns: f64,
+    /// The schedule's next event (time), not yet drawn.
+    next_ns: f64,
+    events: u32,
+    max_events: Option<u32>,
+    end_ns: Option<u64>,
+    rng: Rng,
+    /// The next event this host sends in: (time, receiver, event number).
+    mine: Option<(f64, usize, u32)>,
+    issued: u32,
+    first_id: u32,
+    seed: u64,
+}
+
+impl IncastMix {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        group: Vec<SocketAddr>,
+        me: usize,
+        fan_in: usize,
+        size: u64,
+        share: f64,
+        link_bps: f64,
+        start_ns: u64,
+        max_events: Option<u32>,
+        end_ns: Option<u64>,
+        first_id: u32,
+        seed: u64,
+        schedule_seed: u64,
+    ) -> Result<IncastMix, String> {
+        if group.len() < 2 {
+            return Err("an incast mix needs a group of at least two hosts".into());
+        }
+        if me >= group.len() {
+            return Err("this host is not in the incast group".into());
+        }
+        if fan_in == 0 || size == 0 {
+            return Err("fan-in and size must be >= 1".into());
+        }
+        if !(share > 0.0) || !(link_bps > 0.0) || !share.is_finite() || !link_bps.is_finite() {
+            return Err("share and link rate must be > 0".into());
+        }
+        let fan_in = fan_in.min(group.len() - 1);
+        let lambda = share * group.len() as f64 * link_bps / (8.0 * fan_in as f64 * size as f64);
+        let mean_gap_ns = 1e9 / lambda;
+        let mut rng = Rng::new(schedule_seed);
+        let next_ns = start_ns as f64 + rng.exp(mean_gap_ns);
+        let mut w = IncastMix {
+            group,
+            me,
+            fan_in,
+            size,
+            mean_gap_ns,
+            next_ns,
+            events: 0,
+            max_events,
+            end_ns,
+            rng,
+            mine: None,
+            issued: 0,
+            first_id,
+            seed,
+        };
+        w.advance();
+        Ok(w)
+    }
+
+    /// Incast events per second.
+    pub fn lambda(&self) -> f64 {
+        1e9 / self.mean_gap_ns
+    }
+
+    fn schedule_over(&self) -> bool {
+        self.max_events.is_some_and(|m| self.events >= m) || self.end_ns.is_some_and(|e| self.next_ns > e as f64)
+    }
+
+    /// One event of the shared schedule: (receiver, senders).
+    fn draw(&mut self) -> (usize, Vec<usize>) {
+        let n = self.group.len();
+        let rx = self.rng.below(n as u64) as usize;
+        let mut idx: Vec<usize> = (0..n).filter(|&i| i != rx).collect();
+        for k in 0..self.fan_in {
+            let j = k + self.rng.below((idx.len() - k) as u64) as usize;
+            idx.swap(k, j);
+        }
+        idx.truncate(self.fan_in);
+        (rx, idx)
+    }
+
+    /// Draws events until one has this host among its senders.
+    fn advance(&mut self) {
+        self.mine = None;
+        while !self.schedule_over() {
+            let t = self.next_ns;
+            let (rx, senders) = self.draw();
+            let ev = self.events;
+            self.events += 1;
+            self.next_ns += self.rng.exp(self.mean_gap_ns);
+            if senders.contains(&self.me) {
+                self.mine = Some((t, rx, ev));
+                return;
+            }
+        }
+    }
+}
+
+impl Workload for IncastMix {
+    fn poll(&mut self, now_ns: u64) -> Vec<FlowSpec> {
+        let mut out = Vec::new();
+        while let Some((t, rx, ev)) = self.mine {
+            if t > now_ns as f64 {
+                break;
+            }
+            let id = self.first_id.wrapping_add(self.issued);
+            out.push(FlowSpec {
+                id,
+                start_ns: t as u64,
+                dst: self.group[rx],
+                size: Some(self.size),
+                stop_ns: None,
+                seed: flow_seed(self.seed, id),
+                workload: "incast-mix",
+                round: Some(ev),
+            });
+            self.issued += 1;
+            self.advance();
+        }
+        out
+    }
+    fn next_start_ns(&self) -> Option<u64> {
+        self.mine.map(|(t, _, _)| t.ceil() as u64)
+    }
+    fn is_finished(&self) -> bool {
+        self.mine.is_none()
     }
 }
 
@@ -438,7 +599,7 @@ mod tests {
     fn poisson_is_seeded() {
         let sizes = SizeDist::Pareto { dist: Pareto::with_mean(1.2, 30_000.0).unwrap(), max_bytes: Some(10_000_000) };
         let run = |seed| {
-            let mut w = Poisson::new(vec![a(1)], sizes, 0.3, 1e8, 0, Some(50), None, 0, seed).unwrap();
+            let mut w = Poisson::new(vec![a(1)], sizes.clone(), 0.3, 1e8, 0, Some(50), None, 0, seed).unwrap();
             let mut v = vec![];
             while !w.is_finished() {
                 v.extend(w.poll(w.next_start_ns().unwrap()).into_iter().map(|f| (f.start_ns, f.size, f.seed)));
@@ -469,5 +630,58 @@ mod tests {
         assert!(w.is_finished());
         let ids: std::collections::HashSet<u32> = f.iter().chain(&g).chain(&h).map(|x| x.id).collect();
         assert_eq!(ids.len(), 7);
+    }
+
+    #[test]
+    fn poisson_with_an_empirical_cdf_offers_its_load() {
+        // FB_Hadoop (mean 120 420.75 B) at 30 % of 100 Gbit/s: lambda =
+        // 0.3e11 / (8 * 120420.75) = 31 141 flows/s.
+        let c = Arc::new(EmpiricalCdf::named("fb_hadoop").unwrap());
+        let mut w = Poisson::new(vec![a(1), a(2), a(3)], SizeDist::Cdf(c.clone()), 0.3, 100e9, 0, None, Some(2_000_000_000), 0, 4).unwrap();
+        let lambda = 0.3 * 100e9 / (8.0 * c.mean());
+        assert!((w.lambda() - lambda).abs() < 1e-6 * lambda);
+        let flows = w.poll(3_000_000_000);
+        let n = flows.len() as f64;
+        // Poisson count over 2 s: mean 2 lambda, sd sqrt(2 lambda).
+        assert!((n - 2.0 * lambda).abs() < 5.0 * (2.0 * lambda).sqrt(), "{n} flows");
+        let bytes: f64 = flows.iter().map(|f| f.size.unwrap() as f64).sum();
+        let load = bytes * 8.0 / 2.0 / 100e9;
+        assert!((load - 0.3).abs() < 0.03, "offered load {load}");
+        assert!(w.is_finished());
+    }
+
+    #[test]
+    fn incast_mix_members_share_one_schedule() {
+        let group: Vec<SocketAddr> = (1..=8).map(a).collect();
+        let make = |me| IncastMix::new(group.clone(), me, 3, 500_000, 0.02, 100e9, 1_000, None, Some(200_000_000), 100, 7, 42).unwrap();
+        // 2 % of 8 x 100 Gbit/s in events of 3 x 500 KB: 133.3 events/s.
+        assert!((make(0).lambda() - 0.02 * 8.0 * 100e9 / (8.0 * 3.0 * 500_000.0)).abs() < 1e-9);
+        let mut by_event: std::collections::BTreeMap<u32, Vec<(usize, u64, SocketAddr)>> = Default::default();
+        for me in 0..8 {
+            let mut w = make(me);
+            let mut ids = vec![];
+            while let Some(t) = w.next_start_ns() {
+                for f in w.poll(t) {
+                    assert_eq!(f.size, Some(500_000));
+                    assert_eq!(f.workload, "incast-mix");
+                    assert_ne!(f.dst, group[me], "a sender never sends to itself");
+                    ids.push(f.id);
+                    by_event.entry(f.round.unwrap()).or_default().push((me, f.start_ns, f.dst));
+                }
+            }
+            assert!(w.is_finished());
+            assert!(ids.iter().enumerate().all(|(i, &id)| id == 100 + i as u32));
+        }
+        assert!(by_event.len() > 10, "{} events", by_event.len());
+        for (ev, v) in &by_event {
+            // Every event has exactly fan_in senders, one instant, one receiver.
+            assert_eq!(v.len(), 3, "event {ev}: {v:?}");
+            assert!(v.iter().all(|x| x.1 == v[0].1 && x.2 == v[0].2));
+        }
+        // The schedule is the seed's: another seed, other events.
+        let other = IncastMix::new(group.clone(), 0, 3, 500_000, 0.02, 100e9, 1_000, None, Some(200_000_000), 100, 7, 43).unwrap();
+        assert_ne!(other.next_start_ns(), make(0).next_start_ns());
+        assert!(IncastMix::new(group.clone(), 8, 3, 1, 0.1, 1e9, 0, None, None, 0, 1, 1).is_err());
+        assert!(IncastMix::new(vec![a(1)], 0, 3, 1, 0.1, 1e9, 0, None, None, 0, 1, 1).is_err());
     }
 }
