@@ -161,10 +161,17 @@ def external_commands(cc: str, p: dict) -> tuple[tuple[str, ...], tuple[str, ...
                              "(and receiver_cmd= for a receiver of its own)")
         return tuple(shlex.split(snd)), tuple(shlex.split(rcv)), f"external: {snd}"
     s_var, r_var, label = REFERENCES[cc]
-    snd, rcv = os.environ.get(s_var, ""), os.environ.get(r_var, "")
+    # The authors' two code bases speak different UDT dialects (master's
+    # pccserver does not acknowledge the NSDI-2018 branch's sender, nor its
+    # appserver master's): a reference's own receiver variable wins over the
+    # shared one.
+    own_r = f"{s_var}_RECEIVER"
+    snd = os.environ.get(s_var, "")
+    rcv = os.environ.get(own_r) or os.environ.get(r_var, "")
     if not snd or not rcv:
-        raise SkipArm(f"{cc}: skipped, {s_var} and {r_var} name the authors' sender and "
-                      "receiver command lines (docs/experiments.md, \"Reference arms\")")
+        raise SkipArm(f"{cc}: skipped, {s_var} and {r_var} (or {own_r}) name the authors' "
+                      "sender and receiver command lines (docs/experiments.md, "
+                      "\"Reference arms\")")
     return tuple(shlex.split(snd)), tuple(shlex.split(rcv)), label
 
 

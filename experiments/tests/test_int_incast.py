@@ -17,17 +17,20 @@ def test_dcqcn_recovers_after_the_burst(tmp_path):
     (11.6 ms a packet) after DCQCN's timers had raised it again: the
     bottleneck carried nothing from 3.9 ms on (utilisation after the burst
     0.0), and the flows, stopped at 6 ms, ended at 14.4 ms when their
-    final probe got through the pacer."""
+    final probe got through the pacer. Additive increase from the floor
+    takes about 6 ms to refill 25 Gb/s (docs/experiments.md, int-incast),
+    so the run lasts 30 ms and the utilisation is read from 22 ms: 0.993
+    measured with the fix, 0.0 without."""
     find_sim()
     out = tmp_path / "r"
-    run(get("int-incast"), target="sim", scale="paper", overrides=["protocols=dcqcn"],
-        out=str(out))
+    run(get("int-incast"), target="sim", scale="paper",
+        overrides=["protocols=dcqcn", "duration=0.03", "settle=0.02"], out=str(out))
     s = json.loads((out / "summary.json").read_text())["summary"]["dcqcn"]
-    assert s["utilisation_after"] > 0.5, s
+    assert s["utilisation_after"] >= 0.95, s
     ends = [int(f["end_unix_ns"]) for f in series.flows(sorted(p for p in (out / "dcqcn").iterdir()
                                                                if p.name.startswith("h")))]
     t0 = json.loads((out / "dcqcn" / "measure.json").read_text())["t0_unix_ns"]
-    assert len(ends) == 11 and max(ends) - t0 < 6.5e6, [(e - t0) / 1e6 for e in ends]
+    assert len(ends) == 11 and max(ends) - t0 < 30.5e6, [(e - t0) / 1e6 for e in ends]
 
 
 def test_reports_are_placed_at_their_packets_arrival():
