@@ -8,7 +8,7 @@
 //!   → {"event": "progress", "sim_s", "until_s", "events", "events_per_s", "wall_s"}  (about 1/s)
 //!   → {"event": "paused", "sim_s": 2.0, "unix_ns": N, "busy_ns": {switch: {port: ns}}}
 //!   ← {"cmd": "finish", "grace_s": 15}
-//!   → {"event": "done", "complete": true, "sim_s", "events", "wall_s", "cpu_s", "run_cpu_s", "agents", "hosts"}
+//!   → {"event": "done", "complete": true, "sim_s", "events", "wall_s", "cpu_s", "run_cpu_s", "maxrss_kb", "agents", "hosts"}
 //!
 //! SIGINT or SIGTERM stop the run where it is; the results so far are
 //! written and "done" says `"complete": false`.
@@ -26,15 +26,22 @@ fn emit(v: serde_json::Value) {
     let _ = out.flush();
 }
 
-/// CPU time this process used (user + system), for benchmarks on a shared machine.
-fn cpu_seconds() -> f64 {
+fn rusage() -> Option<libc::rusage> {
     // SAFETY: getrusage fills the struct we own.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return 0.0;
-    }
+    (unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } == 0).then_some(ru)
+}
+
+/// CPU time this process used (user + system), for benchmarks on a shared machine.
+fn cpu_seconds() -> f64 {
+    let Some(ru) = rusage() else { return 0.0 };
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// The process's peak resident memory, KiB (for the benchmark).
+fn maxrss_kb() -> u64 {
+    rusage().map_or(0, |ru| ru.ru_maxrss.max(0) as u64)
 }
 
 fn secs_to_ns(s: f64) -> u64 {
@@ -116,6 +123,7 @@ pub fn serve(mut world: World, input: impl BufRead, stop: Arc<AtomicBool>) -> Re
     done["wall_s"] = started.elapsed().as_secs_f64().into();
     done["cpu_s"] = cpu_seconds().into();
     done["run_cpu_s"] = run_cpu_s.into();
+    done["maxrss_kb"] = maxrss_kb().into();
     emit(done);
     Ok(complete)
 }

@@ -38,6 +38,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <sys/resource.h>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -333,6 +334,9 @@ main(int argc, char* argv[])
         mean /= samples;
     }
 
+    struct rusage ru {};
+    getrusage(RUSAGE_SELF, &ru);
+
     std::ostringstream js;
     js.setf(std::ios::fixed);
     js.precision(6);
@@ -350,7 +354,7 @@ main(int argc, char* argv[])
         js << (i ? ", " : "") << g_rxBytes[i] * 8.0 / window / 1e6;
     }
     js << "], \"ce_marks\": " << g_marks << ", \"bottleneck_pkts\": " << g_bottleneckTxPkts
-       << ", \"drops_total\": " << drops << "}";
+       << ", \"drops_total\": " << drops << ", \"maxrss_kb\": " << ru.ru_maxrss << "}";
 
     std::cout << js.str() << std::endl;
     if (!out.empty())
