@@ -664,11 +664,6 @@ impl FlowSender {
         })
     }
 
-    /// Time `wire_bytes` take at `rate` bits/s.
-    fn gap_ns(wire_bytes: u64, rate: u64) -> u64 {
-        (wire_bytes as u128 * 8 * 1_000_000_000 / rate.max(1) as u128) as u64
-    }
-
     /// When the pacer lets the next packet go: the last packet's slot plus
     /// its gap at the current rates (0 before the first, or after an RTO
     /// restarted the schedule).
