@@ -317,7 +317,11 @@ def load_p4info(path: str) -> P4Info:
     (`--p4runtime-files x.p4info.txtpb,x.p4info.bin`). Given a .txtpb whose
     .bin sibling exists, the .bin is used."""
     if not os.path.exists(path):
-        raise PipelineMismatch(f"P4Info file not found: {path}")
+        hint = ""
+        if os.sep + os.path.join("build", "tofino") + os.sep in path:
+            # bf-p4c is in no registry: its P4Info exists only where it ran.
+            hint = " (compile the Tofino program with bf-p4c: `make p4-tna`, docs/tofino.md)"
+        raise PipelineMismatch(f"P4Info file not found: {path}{hint}")
     if path.endswith((".txtpb", ".txt", ".pb.txt")):
         sibling = path.rsplit(".", 1)[0]
         sibling = sibling[:-3] if sibling.endswith(".pb") else sibling
