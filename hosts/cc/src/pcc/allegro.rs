@@ -244,7 +244,7 @@ mod tests {
     fn defaults_are_pcc_uspaces_gradient_ascent_with_the_latency_factor() {
         let a = built(&[]).unwrap();
         let AllegroMover::Gradient(m) = &a.controller().mover else { panic!("default moving rule is gradient") };
-        assert_eq!(m.p, VivaceSteps { eps: 0.05, theta0: 1.0, amp_exponent: 1.2, omega0: 0.05, omega_delta: 0.05, min_step_mbps: 0.5 });
+        assert_eq!(m.p, VivaceSteps { eps: 0.05, theta0: 1.0, amp_exponent: 1.2, omega0: 0.05, omega_delta: 0.05, min_step_mbps: 0.5, from_base: false });
         assert!(matches!(built(&[("moving", "paper")]).unwrap().controller().mover, AllegroMover::Paper(_)));
         assert!(matches!(built(&[("moving", "vivace")]), Err(CcError::BadValue { .. })));
     }
@@ -254,7 +254,7 @@ mod tests {
     /// γ = 2/2 = 1 per Mbit/s, so Δ = θ0·γ = 1 Mbit/s past 21.
     #[test]
     fn gradient_rule_moves_by_the_measured_utility_gradient() {
-        let steps = VivaceSteps { eps: 0.05, theta0: 1.0, amp_exponent: 1.2, omega0: 0.05, omega_delta: 0.05, min_step_mbps: 0.5 };
+        let steps = VivaceSteps { eps: 0.05, theta0: 1.0, amp_exponent: 1.2, omega0: 0.05, omega_delta: 0.05, min_step_mbps: 0.5, from_base: false };
         let mut c = Controller::new(AllegroMover::Gradient(VivaceMover::new(steps)), common());
         let id = start(&mut c);
         trial_by(&mut c, id, |_, r| r / 1e6);

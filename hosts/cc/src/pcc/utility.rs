@@ -74,22 +74,53 @@ impl Utility for AllegroUtility {
 /// (`DetermineToleranceGeneral`: |gradient| above the relative RMS
 /// residual), never when negative (a draining queue is not rewarded), and
 /// in start-up not when below 1 ms of RTT change per MI-second
-/// (`|g| < 1000/duration_µs`).
+/// (`|g| < 1000/duration_µs`). Two rules are those of the code the
+/// paper's authors evaluated Vivace with (PCC-Uspace NSDI-2018 branch,
+/// `pcc-gradient/sender/app/pcc.h`, `PCC::utility`), see
+/// docs/algorithms.md (pcc-vivace) for what each is worth:
+/// * the gradient is counted in whole steps of `gradient_step` (0.02),
+///   rounded towards zero, so an MI whose RTT grew by less than 2 % of its
+///   duration is not charged;
+/// * an MI that lost at most `low_loss_max` (3 %) of its packets is
+///   charged `low_loss_coef·x·L` (c = 1), beyond that `c·x·L`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VivaceUtility {
     pub exponent: f64,
     pub latency_coef: f64,
     pub loss_coef: f64,
+    /// Loss coefficient of MIs that lost at most `low_loss_max`.
+    pub low_loss_coef: f64,
+    /// Loss rate up to which `low_loss_coef` applies; 0 = never (paper).
+    pub low_loss_max: f64,
+    /// Granularity of the charged RTT gradient; 0 = as measured.
+    pub gradient_step: f64,
 }
 
 impl VivaceUtility {
     pub fn of(&self, rate_mbps: f64, rtt_gradient: f64, loss: f64) -> f64 {
         let x = rate_mbps.max(0.0);
-        x.powf(self.exponent) - self.latency_coef * x * rtt_gradient - self.loss_coef * x * loss
+        // NSDI-2018 branch: random loss of a few per cent is all noise to
+        // an MI of a few hundred packets (one loss more or less moves
+        // c·x·L by c·x/n), and at c = 11.35 that noise is several times
+        // the utility gap between two trials 2ε apart, so trials on a
+        // lossy link decide at random. The authors' code charges such MIs
+        // c = 1 and keeps c for loss beyond 3 %, which only congestion (or
+        // a very lossy link) causes.
+        let c = if loss > 0.0 && loss <= self.low_loss_max { self.low_loss_coef } else { self.loss_coef };
+        x.powf(self.exponent) - self.latency_coef * x * rtt_gradient - c * x * loss
+    }
+
+    /// `g` counted in whole steps (towards zero); unchanged without a step.
+    pub fn quantised(&self, g: f64) -> f64 {
+        if self.gradient_step > 0.0 {
+            (g / self.gradient_step).trunc() * self.gradient_step
+        } else {
+            g
+        }
     }
 
     /// The gradient the utility charges for.
-    pub fn effective_gradient(s: &MiStats, starting: bool) -> f64 {
+    pub fn effective_gradient(&self, s: &MiStats, starting: bool) -> f64 {
         let g = s.rtt_gradient;
         if s.rtt_gradient_error >= g.abs() || g < 0.0 {
             return 0.0;
@@ -97,13 +128,24 @@ impl VivaceUtility {
         if starting && g.abs() < 1000.0 / (s.duration_ns / 1e3) {
             return 0.0;
         }
-        g
+        // NSDI-2018 branch (`rtt_penalty`: the fitted slope truncated to
+        // hundredths, then to even hundredths): a rate a little above
+        // capacity raises the RTT by (x − C)/C per unit time, so a step of
+        // 0.02 lets an MI run up to 2 % over capacity uncharged. Without
+        // it every overshoot of a fraction of a per cent costs
+        // b·x·g ≈ 1000 against x^t ≈ 60, the trial around a base rate r
+        // goes down whenever r(1+ε) > C, and r stays below about C/(1+ε)
+        // with the queue nearly always empty (measured in pcc_sim: 93.8 %
+        // of the link, mean queue 1.2 packets). With the step r may reach
+        // about 1.02·C/(1+ε), and the few packets of standing queue that
+        // builds keep the link busy through the lower trials (97 %).
+        self.quantised(g)
     }
 }
 
 impl Utility for VivaceUtility {
     fn utility(&self, s: &MiStats, starting: bool) -> f64 {
-        self.of(s.send_rate_bps() / 1e6, Self::effective_gradient(s, starting), s.loss_rate())
+        self.of(s.send_rate_bps() / 1e6, self.effective_gradient(s, starting), s.loss_rate())
     }
 }
 
@@ -161,7 +203,9 @@ mod tests {
 
     #[test]
     fn vivace_matches_the_paper_and_filters_the_gradient_like_the_reference() {
-        let v = VivaceUtility { exponent: 0.9, latency_coef: 900.0, loss_coef: 11.35 };
+        // The paper's utility with PCC-Uspace master's filters: no loss
+        // split, no gradient step.
+        let v = VivaceUtility { exponent: 0.9, latency_coef: 900.0, loss_coef: 11.35, low_loss_coef: 1.0, low_loss_max: 0.0, gradient_step: 0.0 };
         assert!((v.of(100.0, 0.0, 0.0) - 100f64.powf(0.9)).abs() < 1e-12);
         assert!((v.of(100.0, 0.001, 0.02) - (100f64.powf(0.9) - 90.0 - 22.7)).abs() < 1e-9);
         let mut s = mi(1_250_000, 1_250_000, 0, 100.0);
@@ -182,5 +226,46 @@ mod tests {
         s.rtt_gradient = -0.05;
         s.rtt_gradient_error = 0.0;
         assert_eq!(v.utility(&s, false), 100f64.powf(0.9));
+    }
+
+    /// The NSDI-2018 branch's loss split (`PCC::utility`: c = 1 up to 3 %
+    /// loss per MI, 11.35 beyond), hand-computed at x = 100 Mbit/s
+    /// (x^0.9 = 63.0957...).
+    #[test]
+    fn vivace_charges_low_loss_at_c_1_like_the_authors_code() {
+        let v = VivaceUtility { exponent: 0.9, latency_coef: 900.0, loss_coef: 11.35, low_loss_coef: 1.0, low_loss_max: 0.03, gradient_step: 0.02 };
+        let top = 100f64.powf(0.9);
+        // 2 %: 1·100·0.02 = 2.
+        assert!((v.of(100.0, 0.0, 0.02) - (top - 2.0)).abs() < 1e-9);
+        // 3 % is still low: 3.
+        assert!((v.of(100.0, 0.0, 0.03) - (top - 3.0)).abs() < 1e-9);
+        // 4 %: 11.35·100·0.04 = 45.4.
+        assert!((v.of(100.0, 0.0, 0.04) - (top - 45.4)).abs() < 1e-9);
+        // Worked MI: 1.25 MB in 100 ms (100 Mbit/s), 2 % lost, flat RTT.
+        let s = mi(1_250_000, 1_225_000, 25_000, 100.0);
+        assert!((v.utility(&s, false) - (top - 2.0)).abs() < 1e-9);
+    }
+
+    /// The NSDI-2018 branch's gradient step (`rtt_penalty`: the slope
+    /// truncated to even hundredths), hand-computed at x = 100 Mbit/s.
+    #[test]
+    fn vivace_counts_the_rtt_gradient_in_steps_of_0_02_like_the_authors_code() {
+        let v = VivaceUtility { exponent: 0.9, latency_coef: 900.0, loss_coef: 11.35, low_loss_coef: 1.0, low_loss_max: 0.03, gradient_step: 0.02 };
+        let top = 100f64.powf(0.9);
+        let mut s = mi(1_250_000, 1_250_000, 0, 100.0);
+        s.rtt_gradient_error = 0.0;
+        // 1.46 %: 5 packets of queue built in a 30 ms MI; not charged.
+        s.rtt_gradient = 0.0146;
+        assert_eq!(v.utility(&s, false), top);
+        // 2.5 % counts as 2 %: 900·100·0.02 = 1800.
+        s.rtt_gradient = 0.025;
+        assert!((v.utility(&s, false) - (top - 1800.0)).abs() < 1e-9);
+        // 4.5 % as 4 %: 3600.
+        s.rtt_gradient = 0.045;
+        assert!((v.utility(&s, false) - (top - 3600.0)).abs() < 1e-9);
+        // The noise filter still comes first: a slope inside the fit's
+        // residual is not charged whatever its size.
+        s.rtt_gradient_error = 0.05;
+        assert_eq!(v.utility(&s, false), top);
     }
 }

@@ -35,6 +35,11 @@ pub(crate) const PARAMS: &[ParamInfo] = gradient_param_table![
     ParamInfo { name: "exponent", default: "0.9", doc: "throughput exponent t in x^t (paper, PCC-Uspace: 0.9)" },
     ParamInfo { name: "latency_coef", default: "900", doc: "latency-gradient penalty b (paper, PCC-Uspace: 900)" },
     ParamInfo { name: "loss_coef", default: "11.35", doc: "loss penalty c (paper, PCC-Uspace: 11.35)" },
+    ParamInfo { name: "low_loss_max", default: "0.03", doc: "an MI that lost at most this fraction is charged low_loss_coef instead of loss_coef (PCC-Uspace NSDI'18 branch: 0.03; 0 = the paper's single c)" },
+    ParamInfo { name: "low_loss_coef", default: "1", doc: "loss penalty of MIs at or below low_loss_max (PCC-Uspace NSDI'18 branch: 1)" },
+    ParamInfo { name: "gradient_step", default: "0.02", doc: "the RTT gradient is charged in whole steps of this, rounded towards zero (PCC-Uspace NSDI'18 branch: 0.02; 0 = as measured, PCC-Uspace master)" },
+    ParamInfo { name: "startup_loss_pkts", default: "50", doc: "start-up leaves this many lost packets uncharged (PCC-Uspace NSDI'18 branch: 50; master: 0)" },
+    ParamInfo { name: "move_from", default: "base", doc: "the first step after a trial starts from: base = the trial's base rate (PCC-Uspace NSDI'18 branch), trial = the winning trial rate (master)" },
 ];
 
 /// A parameter table with the gradient-ascent steps (PCC-Uspace's
@@ -63,6 +68,9 @@ pub struct VivaceSteps {
     pub omega0: f64,
     pub omega_delta: f64,
     pub min_step_mbps: f64,
+    /// The first step after a decision starts from the trial's base rate
+    /// (else from the winning trial rate).
+    pub from_base: bool,
 }
 
 impl VivaceSteps {
@@ -75,6 +83,8 @@ impl VivaceSteps {
             omega0: p.f64_in("omega0", 1e-6, 1.0)?,
             omega_delta: p.f64_in("omega_delta", 0.0, 10.0)?,
             min_step_mbps: p.f64_in("min_step_mbps", 0.0, 1e6)?,
+            // PCC-Uspace master's rule; pcc-vivace sets its own.
+            from_base: false,
         })
     }
 }
@@ -136,11 +146,22 @@ impl Mover for VivaceMover {
         // The better trial of the last agreeing pair is what the first move
         // is judged against.
         let won = agreeing.next_back().map_or(0.0, |&(up, down)| up.max(down));
-        let r = o.base * (1.0 + dir * o.eps);
+        let won_r = o.base * (1.0 + dir * o.eps);
+        // Where the step starts. PCC-Uspace master starts at the winning
+        // trial, so a decision moves by ε·r before Δ. The authors' NSDI-2018
+        // code steps from the base rate (`move_stat.target_rate =
+        // move_stat.reference_rate + change`, the reference being the MI
+        // sent at the base after the trials), as the paper's rate change
+        // θγ applied to the current rate reads. It matters downwards: after
+        // the r(1+ε) trial overshot capacity, γ is huge, Δ hits the
+        // boundary ω0·r, and from the trial the rate fell to
+        // r(1−ε)(1−ω0) ≈ 0.9·r and climbed back by 0.5 Mbit/s steps
+        // (measured: a cycle 87 → 101 Mbit/s at 100).
+        let r = if self.p.from_base { o.base } else { won_r };
         self.dir = dir;
         self.rounds = 1;
         self.k = 0;
-        self.last = (r, won);
+        self.last = (won_r, won);
         let dr_mbps = 2.0 * o.eps * o.base / 1e6;
         let gamma = if dr_mbps > 0.0 { du / dr_mbps } else { 0.0 };
         let change = self.bounded(self.p.theta0 * gamma, r / 1e6);
@@ -183,11 +204,16 @@ pub(crate) fn from_params(p: &Params, path: &PathInfo) -> Result<Vivace, CcError
         exponent: p.f64_in("exponent", 0.01, 0.999)?,
         latency_coef: p.f64_in("latency_coef", 0.0, 1e9)?,
         loss_coef: p.f64_in("loss_coef", 0.0, 1e9)?,
+        low_loss_coef: p.f64_in("low_loss_coef", 0.0, 1e9)?,
+        low_loss_max: p.f64_in("low_loss_max", 0.0, 1.0)?,
+        gradient_step: p.f64_in("gradient_step", 0.0, 1.0)?,
     };
-    let steps = VivaceSteps::from_params(p)?;
+    let mut steps = VivaceSteps::from_params(p)?;
+    steps.from_base = p.choice("move_from", &["base", "trial"])? == "base";
+    let allowance = p.u64_in("startup_loss_pkts", 0, 1_000_000)? as f64 * common.timing.mss;
     let mon = Monitor::new(common.timing.clone());
     let ctl = Controller::new(VivaceMover::new(steps), common);
-    Ok(Pcc::new("pcc-vivace", ctl, mon, Box::new(utility)))
+    Ok(Pcc::new("pcc-vivace", ctl, mon, Box::new(utility)).with_startup_loss_allowance(allowance as u64))
 }
 
 #[cfg(test)]
@@ -196,7 +222,7 @@ mod tests {
     use super::*;
 
     fn ctl() -> Controller<VivaceMover> {
-        let steps = VivaceSteps { eps: 0.05, theta0: 1.0, amp_exponent: 1.2, omega0: 0.05, omega_delta: 0.05, min_step_mbps: 0.5 };
+        let steps = VivaceSteps { eps: 0.05, theta0: 1.0, amp_exponent: 1.2, omega0: 0.05, omega_delta: 0.05, min_step_mbps: 0.5, from_base: false };
         Controller::new(VivaceMover::new(steps), common())
     }
 
@@ -275,6 +301,58 @@ mod tests {
         let got = step(&mut c, &mut id, |_| 2.0);
         assert_eq!(got, r);
         assert_eq!(c.phase_name(), "probing");
+        assert!((c.rate() - 21e6).abs() < 1e-3, "{}", c.rate());
+    }
+
+    fn ctl_from_base() -> Controller<VivaceMover> {
+        let steps = VivaceSteps { eps: 0.05, theta0: 1.0, amp_exponent: 1.2, omega0: 0.05, omega_delta: 0.05, min_step_mbps: 0.5, from_base: true };
+        Controller::new(VivaceMover::new(steps), common())
+    }
+
+    /// NSDI-2018 branch (`move_stat.target_rate = move_stat.reference_rate
+    /// + change`; the paper's θγ applied to the current rate): the first
+    /// step after a trial around 20 Mbit/s starts at 20, not at the
+    /// winning trial (21 or 19).
+    #[test]
+    fn decision_steps_from_the_base_rate() {
+        let mut c = ctl_from_base();
+        let mut id = start(&mut c);
+        // u = 0.1·x: γ = 0.1, Δ raised to the 0.5 floor: 20 + 0.5.
+        probe(&mut c, &mut id, |x| 0.1 * x);
+        assert_eq!(c.phase_name(), "moving");
+        assert!((c.rate() - 20.5e6).abs() < 1e-3, "{}", c.rate());
+        // A huge gradient is clipped to ω0 = 5 % of the base, 1 Mbit/s.
+        let mut c = ctl_from_base();
+        let mut id = start(&mut c);
+        probe(&mut c, &mut id, |x| 100.0 * x);
+        assert!((c.rate() - 21e6).abs() < 1e-3, "{}", c.rate());
+        assert_eq!(c.mover.k(), 1);
+        // The overshoot case: the upper trial (21) is charged for a queue,
+        // the lower (19) is not. γ = (19 + 1000)/2 = 509.5 per Mbit/s, Δ
+        // clipped to 1: down to 19, where the winning trial's rule went
+        // to 19·0.95 = 18.05.
+        let mut c = ctl_from_base();
+        let mut id = start(&mut c);
+        probe(&mut c, &mut id, |x| if x > 20.5 { -1000.0 } else { x });
+        assert!((c.rate() - 19e6).abs() < 1e-3, "{}", c.rate());
+        let mut c = ctl();
+        let mut id = start(&mut c);
+        probe(&mut c, &mut id, |x| if x > 20.5 { -1000.0 } else { x });
+        assert!((c.rate() - 18.05e6).abs() < 1e-3, "{}", c.rate());
+    }
+
+    /// The first moving MI is still compared with the winning trial: from
+    /// the base it lies between the base and that trial, and utility
+    /// rising with the rate between the two still means "keep going".
+    #[test]
+    fn first_move_from_the_base_is_judged_against_the_winning_trial() {
+        let mut c = ctl_from_base();
+        let mut id = start(&mut c);
+        probe(&mut c, &mut id, |x| 0.1 * x); // → 20.5, last = (21, 2.1)
+        // 20.5 scores 2.05: utility and rate fell together, γ = 0.05/0.5
+        // = 0.1, τ = 2, m = 1, Δ = 0.1 → 0.5 floor: 20.5 + 0.5.
+        assert_eq!(step(&mut c, &mut id, |x| 0.1 * x), 20.5e6);
+        assert_eq!(c.phase_name(), "moving");
         assert!((c.rate() - 21e6).abs() < 1e-3, "{}", c.rate());
     }
 }
