@@ -83,7 +83,7 @@ def oracle_variants(p: dict, kind: str) -> list[tuple[str, str, object, dict]]:
 class OracleSignal(Experiment):
     id = "oracle-signal"
     title = "Oracle TIMELY: how much of the switch's signal it needs"
-    source = "issue 17; TIMELY (SIGCOMM 2015) §6 workload; PINT (SIGCOMM 2020); XCP (SIGCOMM 2002)"
+    source = "TIMELY (SIGCOMM 2015) §6 workload; PINT (SIGCOMM 2020); XCP (SIGCOMM 2002)"
     description = ("Oracle TIMELY fed the switch's queue depth exactly, then sampled, delayed, "
                    "quantised, postcard-fed, or from the wrong hop, against TIMELY (RTT) and "
                    "DCTCP (ECN) on incast and a two-bottleneck parking lot: the throughput–tail "
@@ -292,13 +292,13 @@ class OracleSignal(Experiment):
                 exact["throughput_mbps"],
                 exact["throughput_mbps"] >= (1 - THROUGHPUT_NOISE) * t["throughput_mbps"],
                 f"≥ TIMELY's {t['throughput_mbps']:.4g} Mb/s", "−2 % (measurement noise)",
-                "issue 17: a sender that knows the queue does no worse", RATE, arms))
+                "an oracle's premise: a sender that knows the queue does no worse", RATE, arms))
             out.append(verdict(
                 f"{scenario}: exact signal — oracle's p95 queue against TIMELY's",
                 exact["queue_p95_pkts"],
                 exact["queue_p95_pkts"] <= t["queue_p95_pkts"] + QUEUE_SLACK_PKTS,
                 f"≤ TIMELY's {t['queue_p95_pkts']:.3g} pkts", "+1 pkt (whole packets)",
-                "issue 17; the seed's table (TIMELY 7 pkts, its ns-3 oracle 133)", QUEUE, arms))
+                "the TIMELY seed's table (TIMELY 7 pkts, its ns-3 oracle 133)", QUEUE, arms))
         if exact:
             out.append(verdict(
                 f"{scenario}: exact signal — oracle keeps every bottleneck busy",
