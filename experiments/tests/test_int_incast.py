@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from p4cc_exp import series
-from p4cc_exp.defs.int_incast import arrivals
+from p4cc_exp.defs.int_incast import arrivals, idle_tail
 from p4cc_exp.registry import get
 from p4cc_exp.runner import run
 from p4cc_exp.simexec import find_sim
@@ -39,3 +39,16 @@ def test_reports_are_placed_at_their_packets_arrival():
     a = arrivals(cards)
     assert [round(c["t"], 6) for c in a] == [0.9985, 1.00036]
     assert [c["depth"] for c in a] == [3000, 100] and cards[0]["t"] == 1.0
+
+
+def test_a_queue_no_packet_reaches_reads_from_the_counters():
+    """No arrival in the last quarter: the steady level is the end
+    reading's backlog (admitted − sent), not the last arrival's depth."""
+    cards = [{"t": 1.0, "depth": 4295}]
+    port = {"wire_enq_pkts": 10658, "tx_packets": 10658}
+    r = {"reads": {"end": {"ports": {"s1:1": port}}}, "queue_key": "s1:1"}
+    assert idle_tail(r, cards, 2.0) == [0.0]
+    port["tx_packets"] = 10600
+    assert idle_tail(r, cards, 2.0) == [58.0]
+    # a target without the admission counter: the last arrival's depth
+    assert idle_tail({"reads": {}, "queue_key": "s1:1"}, cards, 2.0) == [4295]
