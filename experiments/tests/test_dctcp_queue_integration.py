@@ -39,17 +39,24 @@ def test_dctcp_queue_small_from_an_unregistered_kernel(tmp_path, no_bpf_dctcp):
     assert len(verdicts) == 8 and sum(summary["counts"].values()) == 8, summary["counts"]
     # The paper's headline on both datapaths: DCTCP and TCP at line rate,
     # TCP's queue at the buffer. (The queue band is judged too, but an 8 s
-    # run's percentiles are not the full run's: not asserted here.) The measured value must
-    # meet the paper's on every arm; a verdict the fidelity monitor voided
-    # (this machine fell behind, docs/fidelity.md) is accepted with its
-    # reason — how often that happens is a benchmark figure (make bench).
+    # run's percentiles are not the full run's: not asserted here.) A passing
+    # verdict must meet the paper's value. A verdict the fidelity monitor
+    # voided (this machine fell behind, docs/fidelity.md) measured the
+    # machine, not DCTCP: its value is not judged, only its reason — how often
+    # that happens is a benchmark figure (make bench).
+    voided = []
     for d in ("kernel", "user"):
         for name in (f"{d}: DCTCP keeps the link busy", f"{d}: cubic keeps the link busy",
                      f"{d}: cubic's queue reaches the buffer"):
             v = verdicts[name]
             why = f"{name}: {v}\nsummary: {json.dumps(summary['summary'], indent=1)}"
-            assert v["ok"] is True, why
-            assert v["status"] == "pass" or (
-                v["status"] == "void" and v["reason"].startswith("emulation lagged")), why
+            assert v["status"] in ("pass", "void"), why
+            if v["status"] == "pass":
+                assert v["ok"] is True, why
+            else:
+                assert v["reason"].startswith("emulation lagged"), why
+                voided.append(f"{name}: {v['reason']}")
     assert report.exists() and (tmp_path / "run" / "queue_cdf.png").exists()
     assert (tmp_path / "run" / "params.json").exists() and (tmp_path / "run" / "plan.json").exists()
+    if len(voided) == 6:
+        pytest.skip("every headline verdict void (this machine lagged the run): " + voided[0])
