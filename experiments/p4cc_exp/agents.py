@@ -97,7 +97,8 @@ def command(a: Agent, ip, out: Path, start_unix_ns: int, rt_prio: int | None = N
         if a.datapath == "kernel":
             return ["tcp-recv", "--listen", f"0.0.0.0:{TCP_PORT}",
                     *(["--cc", a.cc] if a.cc else []), "--out", str(out)]
-        return ["recv", "--out", str(out), *rt]
+        cnp = ["--cnp-interval-us", _num(a.cnp_interval_us)] if a.cnp_interval_us else []
+        return ["recv", "--out", str(out), *cnp, *rt]
     kernel = a.datapath == "kernel"
     args = ["gen", "--datapath", "tcp" if kernel else "udp", "--cc", a.cc,
             "--start-at-unix-ns", str(start_unix_ns), "--flow-id-base", str(a.flow_id_base),

@@ -4,6 +4,11 @@ the burst and its flows end when the run does."""
 import json
 from pathlib import Path
 
+from dataclasses import replace
+
+import pytest
+from p4cc_topo.plan import PlanError
+
 from p4cc_exp import series
 from p4cc_exp.defs.int_incast import arrivals, idle_tail
 from p4cc_exp.registry import get
@@ -52,3 +57,31 @@ def test_a_queue_no_packet_reaches_reads_from_the_counters():
     assert idle_tail(r, cards, 2.0) == [58.0]
     # a target without the admission counter: the last arrival's depth
     assert idle_tail({"reads": {}, "queue_key": "s1:1"}, cards, 2.0) == [4295]
+
+
+def test_dcqcn_timers_scale_with_a_scaled_down_fabric():
+    """Below 25 Gb/s (the slowest NIC HPCC's simulations run DCQCN's
+    timers at) the α and rate timers and the receivers' CNP interval
+    stretch with the packet time: at 200 Mb/s, 125 × 55 µs and 125 × 50 µs.
+    At and above it the paper's own; no other arm's receiver changes."""
+    from p4cc_exp.defs.int_incast import cc_params, cnp_interval_us
+    from p4cc_exp.runner import make_plan
+    p = {"rate": 200e6, "base_rtt_us": 100.0, "swift_queue_us": 25}
+    assert cc_params(p, "dcqcn") == {"alpha_timer_us": "6875", "rate_timer_us": "6875"}
+    assert cnp_interval_us(p, "dcqcn") == 6250 and cnp_interval_us(p, "hpcc") == 0
+    for rate in (25e9, 100e9):
+        assert cc_params({**p, "rate": rate}, "dcqcn") == {}
+        assert cnp_interval_us({**p, "rate": rate}, "dcqcn") == 0
+    for exp in ("int-incast", "int-fairness", "dc-fct"):
+        plan = make_plan(get(exp), ["protocols=dcqcn,hpcc"])
+        for arm in plan.arms:
+            rx = [a.cnp_interval_us for a in arm.agents if a.role == "receiver"]
+            assert rx and set(rx) == ({6250} if "dcqcn" in arm.name else {0}), (exp, arm.name)
+    # The namespace lab's receivers are told it too.
+    from p4cc_exp.agents import command
+    rx = next(a for a in plan.arms[0].agents if a.role == "receiver")
+    argv = command(rx, lambda h: "10.0.0.1", Path("/tmp/rx"), 0)
+    assert argv[argv.index("--cnp-interval-us") + 1] == "6250", argv
+    with pytest.raises(PlanError, match="cnp_interval_us"):
+        replace(plan.arms[0].agents[-1], cnp_interval_us=10.0).check("a", {"h1", "h2", "h3"} | {
+            a.host for a in plan.arms[0].agents})

@@ -162,6 +162,15 @@ pub fn algorithm(spec: &AgentSpec) -> Result<String, SimError> {
     Ok(cc)
 }
 
+/// A receiver's configuration: the plan's CNP interval, else the paper's.
+fn receiver_config(spec: &AgentSpec) -> ReceiverConfig {
+    let mut cfg = ReceiverConfig::default();
+    if spec.cnp_interval_us > 0.0 {
+        cfg.cnp_interval_ns = (spec.cnp_interval_us * 1e3).round() as u64;
+    }
+    cfg
+}
+
 fn sizes(s: &plan::Sizes) -> Result<SizeDist, String> {
     if let Some(name) = &s.cdf {
         return Ok(SizeDist::Cdf(std::sync::Arc::new(EmpiricalCdf::named(name)?)));
@@ -289,7 +298,7 @@ impl Agent {
             "receiver" => Ok(Agent {
                 port: DATA_PORT,
                 role: Role::Receiver {
-                    recv: Receiver::new(ReceiverConfig::default()),
+                    recv: Receiver::new(receiver_config(spec)),
                     log: ReceiverLog::create(&dir, unix_offset).map_err(|e| SimError::Output(e.to_string()))?,
                     flows: 0,
                     ack: vec![0u8; wire::MAX_ACK_LEN],

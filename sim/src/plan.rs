@@ -135,6 +135,9 @@ pub struct Agent {
     /// Throughput bins of tput.csv, ms.
     #[serde(default = "ten")]
     pub bin_ms: f64,
+    /// Receivers: the CNP interval of DCQCN's notification point, µs (0: the paper's 50).
+    #[serde(default)]
+    pub cnp_interval_us: f64,
     /// An external agent's command: real time only (the executor refuses
     /// such a plan before the simulator sees it).
     #[serde(default)]

@@ -392,6 +392,9 @@ class Agent:
     out: str = ""                     #: folder in the arm's results (default: the host)
     rtt_every: int = 1                #: senders log one RTT sample in this many (rtt.csv)
     bin_ms: float = 10.0              #: senders' throughput bins (tput.csv), ms
+    #: user-space receivers: DCQCN's notification point sends at most one
+    #: CNP per flow per this many µs (0: the paper's N = 50 µs)
+    cnp_interval_us: float = 0.0
     #: an external agent's command line (argv); ``{dst}``, ``{self}`` (IP
     #: addresses), ``{start}``, ``{stop}``, ``{duration}`` (s), ``{rate_mbps}``
     #: and ``{out}`` (its folder) are filled in
@@ -438,6 +441,9 @@ class Agent:
                 _fail(f"{where}.workload.dsts", f"the sender's host {self.host!r} is not in its "
                       "incast group")
         _num(self.bin_ms, f"{where}.bin_ms", 0.001, 60_000)
+        _num(self.cnp_interval_us, f"{where}.cnp_interval_us", 0, 1e9)
+        if self.cnp_interval_us and (self.role != "receiver" or self.datapath != "user"):
+            _fail(f"{where}.cnp_interval_us", "only a user-space receiver sends CNPs")
         if self.datapath == "external":
             self._check_external(where)
         elif self.command:

@@ -28,6 +28,7 @@ from ..experiment import Experiment
 from ..params import Param, fraction, rate_bps, seconds, str_list
 from ..verdicts import RATE, fmt, verdict
 from .int_incast import cc_params as int_cc_params
+from .int_incast import cnp_interval_us
 from .int_incast import profile
 
 #: scenario -> (flow-size table, load of the host links, with the incast mix)
@@ -178,7 +179,8 @@ class DcFct(Experiment):
                 params = self.cc_params(cp, cc)
                 agents: list[Agent] = []
                 for i, h in enumerate(hosts):
-                    agents.append(Agent(h, "receiver", datapath="user", out=f"{h}-rx"))
+                    agents.append(Agent(h, "receiver", datapath="user", out=f"{h}-rx",
+                                        cnp_interval_us=cnp_interval_us(cp, cc)))
                     dsts = (partner[h],) if partner else tuple(x for x in hosts if x != h)
                     agents.append(Agent(
                         h, "sender", datapath="user", cc=cc, cc_params=dict(params),

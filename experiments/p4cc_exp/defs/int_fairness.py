@@ -6,6 +6,8 @@ reach their fair shares after each join or leave.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from p4cc_topo import load_topology
 from p4cc_topo.plan import port_towards
 
@@ -16,7 +18,7 @@ from ..params import Param, rate_bps, seconds, str_list
 from ..stats import jain_index, mean
 from ..verdicts import RATE, fmt, verdict
 from .dctcp_convergence import join_leave_plot
-from .int_incast import FRAME_BYTES, cc_params, profile
+from .int_incast import FRAME_BYTES, cc_params, cnp_interval_us, profile
 
 #: A phase has converged once the active flows' Jain index over a window
 #: of throughput bins reaches this (and stays for the phase's second half).
@@ -78,7 +80,8 @@ class IntFairness(Experiment):
                                  ecn_k_pkts=prof["k"] if cc == "dctcp" else None,
                                  ecn_red=prof["red"] if cc == "dcqcn" else None)
             params = cc_params(p, cc)
-            agents = [blocks.receiver("h1", "user", cc)]
+            agents = [replace(blocks.receiver("h1", "user", cc),
+                              cnp_interval_us=cnp_interval_us(p, cc))]
             for i, h in enumerate(topo.role("senders")):
                 start, stop = blocks.join_leave_window(i, n, iv)
                 agents.append(blocks.long_sender(h, "h1", cc, "user", start, stop, i + 1,

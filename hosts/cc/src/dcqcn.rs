@@ -41,11 +41,18 @@ pub(crate) const PARAMS: &[ParamInfo] = &[
     ParamInfo { name: "rate_timer_us", default: "55", doc: "T, the rate-increase timer, µs (paper: 55 µs)" },
     ParamInfo { name: "byte_counter", default: "10000000", doc: "B, bytes sent per byte-counter increase event (paper: 10 MB; the authors' simulator: 300 KB)" },
     ParamInfo { name: "f", default: "5", doc: "F, fast-recovery events after a cut (paper: 5)" },
-    ParamInfo { name: "rai_mbps", default: "40", doc: "R_AI, additive increase, Mbit/s (paper: 40 Mb/s)" },
-    ParamInfo { name: "rhai_mbps", default: "200", doc: "R_HAI, hyper increase step, Mbit/s (the authors' simulator: 200 Mb/s)" },
+    ParamInfo { name: "rai_mbps", default: "0", doc: "R_AI, additive increase, Mbit/s; 0 = the paper's 40 Mb/s at 40 Gb/s, scaled with the line rate (line / 1000)" },
+    ParamInfo { name: "rhai_mbps", default: "0", doc: "R_HAI, hyper increase step, Mbit/s; 0 = 5 × R_AI (the authors' simulator: 200 Mb/s beside the paper's 40 Mb/s)" },
     ParamInfo { name: "min_rate_mbps", default: "1", doc: "rate floor, Mbit/s (not in the paper)" },
     ParamInfo { name: "line_rate_mbps", default: "0", doc: "line rate (start and ceiling), Mbit/s; 0 = PathInfo.line_rate_bps, or 10000 if unknown" },
 ];
+
+/// R_AI's default share of the line rate: the paper's 40 Mb/s at 40 Gb/s
+/// (DCQCN, SIGCOMM 2015: R_AI = 40 Mb/s on its 40 Gb/s testbed).
+const RAI_SHARE_OF_LINE: f64 = 40e6 / 40e9;
+/// R_HAI's default multiple of R_AI: the DCQCN authors' simulator runs
+/// 200 Mb/s beside the paper's R_AI of 40 Mb/s.
+const RHAI_PER_RAI: f64 = 5.0;
 
 /// Timer events fired at most per call; a longer gap (the clock jumped)
 /// restarts the timers from now. After this many events α has decayed to
@@ -125,14 +132,26 @@ impl Dcqcn {
             }
             min_rate = line;
         }
+        // An increase step is a share of the line rate: the paper's absolute
+        // steps (set for 40 Gb/s) would take a 1 Gb/s link from a cut back
+        // to line rate within a few timer periods, far faster than its
+        // feedback loop (HPCC's simulations scale them with the rate too).
+        let rai_bps = match p.f64_in("rai_mbps", 0.0, 1e7)? * 1e6 {
+            r if r > 0.0 => r,
+            _ => line * RAI_SHARE_OF_LINE,
+        };
+        let rhai_bps = match p.f64_in("rhai_mbps", 0.0, 1e7)? * 1e6 {
+            r if r > 0.0 => r,
+            _ => rai_bps * RHAI_PER_RAI,
+        };
         Ok(Dcqcn::new(DcqcnParams {
             g: p.f64_in("g", 1e-9, 1.0)?,
             alpha_timer_ns: us("alpha_timer_us")?,
             rate_timer_ns: us("rate_timer_us")?,
             byte_counter: p.u64_in("byte_counter", 1, 1 << 50)?,
             f: p.u64_in("f", 0, 1_000_000)? as u32,
-            rai_bps: p.f64_in("rai_mbps", 0.0, 1e7)? * 1e6,
-            rhai_bps: p.f64_in("rhai_mbps", 0.0, 1e7)? * 1e6,
+            rai_bps,
+            rhai_bps,
             min_rate_bps: min_rate,
             line_rate_bps: line,
         }))
@@ -490,6 +509,25 @@ mod tests {
         d.on_tick(5);
         d.on_send(5, u64::MAX);
         assert!(d.rate_bps() <= LINE && close(d.rate_bps(), LINE));
+    }
+
+    /// Increase steps by default are shares of the line rate: R_AI the
+    /// paper's 40 Mb/s per 40 Gb/s, R_HAI five R_AI (the authors'
+    /// simulator's 200 Mb/s); given values are taken as they are.
+    #[test]
+    fn increase_steps_scale_with_the_line_rate() {
+        let at = |line: f64, given: &[(&str, &str)]| {
+            let g: Vec<(String, String)> = given.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+            let p = Params::new("dcqcn", PARAMS, &g).unwrap();
+            let path = PathInfo { mss: 1000, line_rate_bps: Some(line as u64), init_cwnd_pkts: 10 };
+            Dcqcn::from_params(&p, &path).unwrap().p
+        };
+        let p = at(40e9, &[]);
+        assert!(close(p.rai_bps, 40e6) && close(p.rhai_bps, 200e6));
+        let p = at(200e6, &[]);
+        assert!(close(p.rai_bps, 200e3) && close(p.rhai_bps, 1e6));
+        let p = at(25e9, &[("rai_mbps", "5"), ("rhai_mbps", "50")]);
+        assert!(close(p.rai_bps, 5e6) && close(p.rhai_bps, 50e6));
     }
 
     /// NP algorithm: a CE-marked arrival sends a CNP unless one went out for
