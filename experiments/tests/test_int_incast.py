@@ -23,9 +23,10 @@ def test_dcqcn_recovers_after_the_burst(tmp_path):
     bottleneck carried nothing from 3.9 ms on (utilisation after the burst
     0.0), and the flows, stopped at 6 ms, ended at 14.4 ms when their
     final probe got through the pacer. Additive increase from the floor
-    takes about 6 ms to refill 25 Gb/s (docs/experiments.md, int-incast),
+    takes several ms to refill 25 Gb/s (docs/experiments.md, int-incast),
     so the run lasts 30 ms and the utilisation is read from 22 ms: 0.993
-    measured with the fix, 0.0 without."""
+    measured with the fix (R_AI 40 Mb/s; 1.000 with the default share of
+    the line rate, 25 Mb/s), 0.0 without."""
     find_sim()
     out = tmp_path / "r"
     run(get("int-incast"), target="sim", scale="paper",
