@@ -60,6 +60,18 @@ def test_a_queue_no_packet_reaches_reads_from_the_counters():
     assert idle_tail({"reads": {}, "queue_key": "s1:1"}, cards, 2.0) == [4295]
 
 
+def test_rate_floors_are_hpccs():
+    """TIMELY's and DCQCN's floor: HPCC's MIN_RATE of 100 Mb/s at 25 Gb/s
+    and above, the same share of the line rate below."""
+    from p4cc_exp.defs.int_incast import cc_params
+    p = {"rate": 25e9, "base_rtt_us": 5.0, "swift_queue_us": 25}
+    for cc in ("timely", "dcqcn"):
+        assert cc_params(p, cc)["min_rate_mbps"] == "100"
+        assert cc_params({**p, "rate": 100e9}, cc)["min_rate_mbps"] == "100"
+        assert cc_params({**p, "rate": 200e6}, cc)["min_rate_mbps"] == "0.8"
+    assert "min_rate_mbps" not in cc_params(p, "hpcc")
+
+
 def test_dcqcn_timers_scale_with_a_scaled_down_fabric():
     """Below 25 Gb/s (the slowest NIC HPCC's simulations run DCQCN's
     timers at) the α and rate timers and the receivers' CNP interval
@@ -68,10 +80,11 @@ def test_dcqcn_timers_scale_with_a_scaled_down_fabric():
     from p4cc_exp.defs.int_incast import cc_params, cnp_interval_us
     from p4cc_exp.runner import make_plan
     p = {"rate": 200e6, "base_rtt_us": 100.0, "swift_queue_us": 25}
-    assert cc_params(p, "dcqcn") == {"alpha_timer_us": "6875", "rate_timer_us": "6875"}
+    assert cc_params(p, "dcqcn") == {"alpha_timer_us": "6875", "rate_timer_us": "6875",
+                                     "min_rate_mbps": "0.8"}
     assert cnp_interval_us(p, "dcqcn") == 6250 and cnp_interval_us(p, "hpcc") == 0
     for rate in (25e9, 100e9):
-        assert cc_params({**p, "rate": rate}, "dcqcn") == {}
+        assert cc_params({**p, "rate": rate}, "dcqcn") == {"min_rate_mbps": "100"}
         assert cnp_interval_us({**p, "rate": rate}, "dcqcn") == 0
     for exp in ("int-incast", "int-fairness", "dc-fct"):
         plan = make_plan(get(exp), ["protocols=dcqcn,hpcc"])

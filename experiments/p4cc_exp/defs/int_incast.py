@@ -96,6 +96,21 @@ def cnp_interval_us(p: dict, cc: str) -> float:
     return DCQCN_CNP_US * s if cc == "dcqcn" and s > 1 else 0.0
 
 
+#: The rate floor of HPCC's simulations for every rate-based algorithm
+#: (MIN_RATE 100Mb/s in its configurations, at 25 and 100 Gb/s NICs).
+RATE_FLOOR_BPS, RATE_FLOOR_AT = 100e6, 25e9
+
+
+def rate_floor_mbps(rate: float) -> float:
+    """TIMELY's and DCQCN's rate floor, Mb/s: HPCC's 100 Mb/s, a share of
+    the line rate below 25 Gb/s. Neither paper gives a floor; the
+    algorithms' own 1 Mb/s is 1/25 000 of 25 Gb/s, where a TIMELY flow
+    cut to it waits 131 ms for its next 16 KB completion event, i.e. its
+    next update (int-incast's TIMELY went silent for 11 ms after the
+    burst, docs/experiments.md)."""
+    return RATE_FLOOR_BPS * min(1.0, rate / RATE_FLOOR_AT) / 1e6
+
+
 def profile(rate: float) -> dict:
     """Thresholds that scale with the line rate (per 10 Gb/s): DCTCP's
     K = 65 packets (DCTCP paper at 10 Gb/s); DCQCN's RED 40/160 KB, Pmax
@@ -118,12 +133,16 @@ def cc_params(p: dict, cc: str) -> dict:
         # paper's 25 µs at 100 Gb/s is ~200 packets; at low rates a packet
         # itself takes longer).
         return {"base_target_us": f"{base + max(p['swift_queue_us'], 4 * pkt_us):.1f}"}
-    if cc == "dcqcn" and dcqcn_stretch(p["rate"]) > 1:
-        t = f"{DCQCN_TIMER_US * dcqcn_stretch(p['rate']):.6g}"
-        return {"alpha_timer_us": t, "rate_timer_us": t}
+    if cc == "dcqcn":
+        out = {"min_rate_mbps": f"{rate_floor_mbps(p['rate']):.6g}"}
+        if dcqcn_stretch(p["rate"]) > 1:
+            t = f"{DCQCN_TIMER_US * dcqcn_stretch(p['rate']):.6g}"
+            out.update(alpha_timer_us=t, rate_timer_us=t)
+        return out
     if cc == "timely":
         return {"tlow_us": f"{base + 50:.1f}", "thigh_us": f"{base + 500:.1f}",
-                "min_rtt_us": f"{max(base, 20):.1f}"}
+                "min_rtt_us": f"{max(base, 20):.1f}",
+                "min_rate_mbps": f"{rate_floor_mbps(p['rate']):.6g}"}
     return {}
 
 
