@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import random
@@ -217,6 +218,19 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
     return report
 
 
+def json_safe(v):
+    """``v`` with every non-finite float as null: summary.json is strict
+    JSON (a "never converged" NaN or an infinite ratio would otherwise be
+    a bare NaN / Infinity token, which JSON.parse and jq reject)."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [json_safe(x) for x in v]
+    return v
+
+
 def analyse_results(exp: Experiment, plan: Plan, outdir: Path, meta: dict,
                     fidelity: dict[str, dict]) -> tuple[Path, dict]:
     """The analysis of a results folder whose arms ran (by an executor, or
@@ -229,12 +243,12 @@ def analyse_results(exp: Experiment, plan: Plan, outdir: Path, meta: dict,
     n = counts(verdicts)
     plots = exp.plot(p, results, summary, outdir)
     facts = run_facts(meta, plan, fidelity)
-    (outdir / "summary.json").write_text(json.dumps(
+    (outdir / "summary.json").write_text(json.dumps(json_safe(
         {"experiment": exp.id, "executor": meta.get("executor"), "target": meta.get("target"),
          "scale": plan.scale, "summary": summary, "verdicts": [v.to_dict() for v in verdicts],
          "counts": n, "fidelity": {a: {"ok": f.get("ok"), "violations": f.get("violations"),
                                         "summary": summary_line(f)} for a, f in fidelity.items()},
-         "facts": facts}, indent=2, default=str) + "\n")
+         "facts": facts}), indent=2, default=str, allow_nan=False) + "\n")
     report = write_report(outdir, f"{exp.title} — {exp.source}", exp.description, facts,
                           {**p, "target": meta.get("target"), "git": meta.get("git_commit")},
                           summary, plots, verdicts, notes=meta.get("notes"))

@@ -153,6 +153,13 @@ def test_slowdown_bins_and_classes_by_hand():
     assert cls["medium"]["flows"] == 1 and cls["medium"]["p99"] == 3.0
     assert cls["large"]["flows"] == 0 and cls["large"]["incomplete"] == 1
     assert math.isnan(cls["large"]["p50"])
+    # summary.json is strict JSON: a class without flows reads as null.
+    from p4cc_exp.runner import json_safe
+    text = json.dumps(json_safe({"classes": list(cls.values()), "ratio": math.inf}),
+                      allow_nan=False)
+    back = json.loads(text, parse_constant=lambda c: pytest.fail(f"bare {c} in JSON"))
+    assert back["ratio"] is None and back["classes"][2]["p50"] is None
+    assert back["classes"][0]["p50"] == 20.5
 
 
 def test_tables_round_trip_in_either_format(tmp_path):
@@ -253,7 +260,8 @@ def test_dc_fct_in_virtual_time(tmp_path):
     plan = make_plan(exp, over)
     run(exp, target="sim", overrides=over, out=str(tmp_path / "r"))
     out = tmp_path / "r"
-    summary = json.loads((out / "summary.json").read_text())
+    summary = json.loads((out / "summary.json").read_text(),
+                         parse_constant=lambda c: pytest.fail(f"bare {c} in summary.json"))
     s, verdicts = summary["summary"], summary["verdicts"]
     assert (out / "slowdown_by_size.png").is_file()
     assert all((out / t).is_file() for t in s["tables"])
