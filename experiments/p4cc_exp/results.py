@@ -46,7 +46,9 @@ def arm_result(outdir: Path, arm: ArmPlan) -> dict:
            "queue_key": q.key() if q else None,
            # External senders log nothing p4cc reads: their flows are told
            # apart in the postcards by source address.
-           "external_flows": external_flows(arm), "postcard_one_in_n": one_in_n(arm)}
+           "external_flows": external_flows(arm), "postcard_one_in_n": one_in_n(arm),
+           # virtual time: each host's NIC-queue and receive drops
+           "hosts": m.get("hosts") or {}}
     reads = m.get("reads", {})
     try:
         out["window_unix_ns"] = (int(reads["start"]["unix_ns"]), int(reads["end"]["unix_ns"]))

@@ -187,7 +187,10 @@ class VirtualTime:
         measure = {"t0_unix_ns": ready["unix_base_ns"], "reads": reads,
                    "window_s": (reads["end"]["unix_ns"] - reads["start"]["unix_ns"]) / 1e9,
                    # wall time lives in logs/sim_done.json: results stay byte-identical
-                   "virtual_time": {k: done.get(k) for k in ("sim_s", "events", "complete")}}
+                   "virtual_time": {k: done.get(k) for k in ("sim_s", "events", "complete")},
+                   # each host's drops: its NIC queue full (the agents sent
+                   # faster than its link), its receive side full
+                   "hosts": done.get("hosts") or {}}
         (outdir / "measure.json").write_text(json.dumps(measure, indent=1) + "\n")
         (logs / "sim_done.json").write_text(json.dumps(done, indent=1) + "\n")
         for k in ("sim_s", "events", "wall_s"):

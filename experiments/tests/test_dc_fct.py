@@ -269,6 +269,7 @@ def test_dc_fct_in_virtual_time(tmp_path):
         a = s[arm.name]
         assert a["completed"] == a["flows"] and a["flows"] > 100, a
         assert a["min_slowdown"] >= 1 - 1e-6
+        assert isinstance(a["host_nic_drops"], int) and a["host_nic_drops"] >= 0
         assert len(a["hpcc_bins"]) == 20 and a["incast"]["flows"] > 0
         # Offered load: the flows each host started (complete or not) are a
         # Poisson count of mean λT, their bytes a compound Poisson sum.

@@ -230,7 +230,12 @@ class DcFct(Experiment):
             inc = slowdown.flow_rows(flows, topos[name], st["cc"], ("incast-mix",))
             s = slowdown.summarise(rows)
             done_inc = [x["slowdown"] for x in inc if x["slowdown"] is not None]
+            # Packets the hosts' own NIC queues dropped (virtual time counts
+            # them; the switches' counters never see them).
+            host_drops = sum(int(h.get("nic_drops", 0)) for h in r["hosts"].values()) \
+                if r["hosts"] else None
             s.update(label=r["label"], scenario=st["scenario"], cc=st["cc"],
+                     host_nic_drops=host_drops,
                      incast={"events": len({x["round"] for x in inc}), "flows": len(inc),
                              "completed": len(done_inc),
                              **({f"p{q}": percentile(done_inc, q) for q in (50, 99)}
