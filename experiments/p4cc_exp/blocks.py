@@ -211,10 +211,12 @@ def protocol_flows(cc: str, p: dict, flows, seed: int, datapath: str = "user",
     return agents, {"cc": cc, "datapath": datapath}
 
 
-def receiver(host: str, datapath: str, cc: str | None = None) -> Agent:
-    """A receiver; a kernel one sets the senders' algorithm on its sockets."""
+def receiver(host: str, datapath: str, cc: str | None = None,
+             cnp_interval_us: float = 0.0) -> Agent:
+    """A receiver; a kernel one sets the senders' algorithm on its sockets,
+    a user-space one may be given DCQCN's CNP interval (0: the paper's)."""
     return Agent(host, "receiver", datapath=datapath,
-                 cc=cc if datapath == "kernel" else None)
+                 cc=cc if datapath == "kernel" else None, cnp_interval_us=cnp_interval_us)
 
 
 def long_sender(host: str, dst: str, cc: str, datapath: str, start_s: float, stop_s: float,

@@ -6,8 +6,6 @@ reach their fair shares after each join or leave.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 from p4cc_topo import load_topology
 from p4cc_topo.plan import port_towards
 
@@ -80,8 +78,7 @@ class IntFairness(Experiment):
                                  ecn_k_pkts=prof["k"] if cc == "dctcp" else None,
                                  ecn_red=prof["red"] if cc == "dcqcn" else None)
             params = cc_params(p, cc)
-            agents = [replace(blocks.receiver("h1", "user", cc),
-                              cnp_interval_us=cnp_interval_us(p, cc))]
+            agents = [blocks.receiver("h1", "user", cc, cnp_interval_us(p, cc))]
             for i, h in enumerate(topo.role("senders")):
                 start, stop = blocks.join_leave_window(i, n, iv)
                 agents.append(blocks.long_sender(h, "h1", cc, "user", start, stop, i + 1,

@@ -135,8 +135,8 @@ def cc_params(p: dict, cc: str) -> dict:
         return {"base_target_us": f"{base + max(p['swift_queue_us'], 4 * pkt_us):.1f}"}
     if cc == "dcqcn":
         out = {"min_rate_mbps": f"{rate_floor_mbps(p['rate']):.6g}"}
-        if dcqcn_stretch(p["rate"]) > 1:
-            t = f"{DCQCN_TIMER_US * dcqcn_stretch(p['rate']):.6g}"
+        if (s := dcqcn_stretch(p["rate"])) > 1:
+            t = f"{DCQCN_TIMER_US * s:.6g}"
             out.update(alpha_timer_us=t, rate_timer_us=t)
         return out
     if cc == "timely":
@@ -203,8 +203,7 @@ class IntIncast(Experiment):
             topo = self.topology(p, cc)
             senders = topo.role("senders")
             params = cc_params(p, cc)
-            agents = [replace(blocks.receiver("h1", "user", cc),
-                              cnp_interval_us=cnp_interval_us(p, cc))]
+            agents = [blocks.receiver("h1", "user", cc, cnp_interval_us(p, cc))]
             for i, h in enumerate(senders):
                 start = 0.0 if i == 0 else p["burst_at"]
                 agents.append(blocks.long_sender(h, "h1", cc, "user", start, p["duration"],

@@ -221,9 +221,15 @@ mod tests {
     use super::super::control::tests::{common, start};
     use super::*;
 
-    fn ctl() -> Controller<VivaceMover> {
-        let steps = VivaceSteps { eps: 0.05, theta0: 1.0, amp_exponent: 1.2, omega0: 0.05, omega_delta: 0.05, min_step_mbps: 0.5, from_base: false };
+    /// PCC-Uspace's gradient steps; the first move from the winning trial
+    /// (master) or, `from_base`, from the base rate (NSDI-2018 branch).
+    fn ctl_moving(from_base: bool) -> Controller<VivaceMover> {
+        let steps = VivaceSteps { eps: 0.05, theta0: 1.0, amp_exponent: 1.2, omega0: 0.05, omega_delta: 0.05, min_step_mbps: 0.5, from_base };
         Controller::new(VivaceMover::new(steps), common())
+    }
+
+    fn ctl() -> Controller<VivaceMover> {
+        ctl_moving(false)
     }
 
     /// One trial around the current rate, scored by `score(rate_mbps)`.
@@ -304,25 +310,20 @@ mod tests {
         assert!((c.rate() - 21e6).abs() < 1e-3, "{}", c.rate());
     }
 
-    fn ctl_from_base() -> Controller<VivaceMover> {
-        let steps = VivaceSteps { eps: 0.05, theta0: 1.0, amp_exponent: 1.2, omega0: 0.05, omega_delta: 0.05, min_step_mbps: 0.5, from_base: true };
-        Controller::new(VivaceMover::new(steps), common())
-    }
-
     /// NSDI-2018 branch (`move_stat.target_rate = move_stat.reference_rate
     /// + change`; the paper's θγ applied to the current rate): the first
     /// step after a trial around 20 Mbit/s starts at 20, not at the
     /// winning trial (21 or 19).
     #[test]
     fn decision_steps_from_the_base_rate() {
-        let mut c = ctl_from_base();
+        let mut c = ctl_moving(true);
         let mut id = start(&mut c);
         // u = 0.1·x: γ = 0.1, Δ raised to the 0.5 floor: 20 + 0.5.
         probe(&mut c, &mut id, |x| 0.1 * x);
         assert_eq!(c.phase_name(), "moving");
         assert!((c.rate() - 20.5e6).abs() < 1e-3, "{}", c.rate());
         // A huge gradient is clipped to ω0 = 5 % of the base, 1 Mbit/s.
-        let mut c = ctl_from_base();
+        let mut c = ctl_moving(true);
         let mut id = start(&mut c);
         probe(&mut c, &mut id, |x| 100.0 * x);
         assert!((c.rate() - 21e6).abs() < 1e-3, "{}", c.rate());
@@ -331,7 +332,7 @@ mod tests {
         // the lower (19) is not. γ = (19 + 1000)/2 = 509.5 per Mbit/s, Δ
         // clipped to 1: down to 19, where the winning trial's rule went
         // to 19·0.95 = 18.05.
-        let mut c = ctl_from_base();
+        let mut c = ctl_moving(true);
         let mut id = start(&mut c);
         probe(&mut c, &mut id, |x| if x > 20.5 { -1000.0 } else { x });
         assert!((c.rate() - 19e6).abs() < 1e-3, "{}", c.rate());
@@ -346,7 +347,7 @@ mod tests {
     /// rising with the rate between the two still means "keep going".
     #[test]
     fn first_move_from_the_base_is_judged_against_the_winning_trial() {
-        let mut c = ctl_from_base();
+        let mut c = ctl_moving(true);
         let mut id = start(&mut c);
         probe(&mut c, &mut id, |x| 0.1 * x); // → 20.5, last = (21, 2.1)
         // 20.5 scores 2.05: utility and rate fell together, γ = 0.05/0.5
