@@ -292,7 +292,8 @@ class OracleSignal(Experiment):
                 exact["throughput_mbps"],
                 exact["throughput_mbps"] >= (1 - THROUGHPUT_NOISE) * t["throughput_mbps"],
                 f"≥ TIMELY's {t['throughput_mbps']:.4g} Mb/s", "−2 % (measurement noise)",
-                "an oracle's premise: a sender that knows the queue does no worse", RATE, arms))
+                "the TIMELY seed (CS244 '16): an oracle that knows the queue "
+                "performs at least as well as TIMELY", RATE, arms))
             out.append(verdict(
                 f"{scenario}: exact signal — oracle's p95 queue against TIMELY's",
                 exact["queue_p95_pkts"],
