@@ -98,7 +98,10 @@ def command(a: Agent, ip, out: Path, start_unix_ns: int, rt_prio: int | None = N
             return ["tcp-recv", "--listen", f"0.0.0.0:{TCP_PORT}",
                     *(["--cc", a.cc] if a.cc else []), "--out", str(out)]
         cnp = ["--cnp-interval-us", _num(a.cnp_interval_us)] if a.cnp_interval_us else []
-        return ["recv", "--out", str(out), *cnp, *rt]
+        acks = ["--ack-every", str(a.ack_every)] if a.ack_every != 1 else []
+        if a.delayed_ack_us:
+            acks += ["--delayed-ack-us", str(round(a.delayed_ack_us))]
+        return ["recv", "--out", str(out), *cnp, *acks, *rt]
     kernel = a.datapath == "kernel"
     args = ["gen", "--datapath", "tcp" if kernel else "udp", "--cc", a.cc,
             "--start-at-unix-ns", str(start_unix_ns), "--flow-id-base", str(a.flow_id_base),

@@ -212,11 +212,14 @@ def protocol_flows(cc: str, p: dict, flows, seed: int, datapath: str = "user",
 
 
 def receiver(host: str, datapath: str, cc: str | None = None,
-             cnp_interval_us: float = 0.0) -> Agent:
+             cnp_interval_us: float = 0.0, ack_every: int = 1,
+             delayed_ack_us: float = 0.0) -> Agent:
     """A receiver; a kernel one sets the senders' algorithm on its sockets,
-    a user-space one may be given DCQCN's CNP interval (0: the paper's)."""
+    a user-space one may be given DCQCN's CNP interval (0: the paper's) and
+    an ACK ratio and delayed-ACK timeout."""
     return Agent(host, "receiver", datapath=datapath,
-                 cc=cc if datapath == "kernel" else None, cnp_interval_us=cnp_interval_us)
+                 cc=cc if datapath == "kernel" else None, cnp_interval_us=cnp_interval_us,
+                 ack_every=ack_every, delayed_ack_us=delayed_ack_us)
 
 
 def long_sender(host: str, dst: str, cc: str, datapath: str, start_s: float, stop_s: float,

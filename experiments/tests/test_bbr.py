@@ -4,6 +4,7 @@ Ware et al.'s model against hand-computed values, the analyses on
 synthetic results, and one short virtual-time run of bbr-cubic."""
 import json
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -104,6 +105,40 @@ def test_bbr_cubic_grid_and_paper_preset():
         exp.arms(resolve(exp.params, ["cubics=0"]))
     with pytest.raises(ValueError, match="bbrs"):
         exp.arms(resolve(exp.params, ["bbrs=bbr2"]))
+
+
+def test_ack_every_reaches_p4cc_bbr_receivers_only():
+    """``ack_every`` sets the ACK ratio of p4cc BBR's receivers (the lab's
+    ``p4cc-host recv --ack-every``, the simulator's receiver); the kernel's
+    receivers and the Cubic flows' stay the kernel's, and the plan refuses
+    an ACK ratio on a kernel receiver."""
+    from pathlib import Path
+
+    from p4cc_exp.agents import command
+    from p4cc_topo.plan import PlanError
+    for exp in ("bbr-cubic", "bbr-kernel"):
+        plan = make_plan(get(exp), ["ack_every=2"])
+        for arm in plan.arms:
+            for a in receivers(arm).values():
+                want = (2, 40_000) if a.datapath == "user" else (1, 0)
+                assert (a.ack_every, a.delayed_ack_us) == want, (exp, arm.name, a.host)
+        assert {a.ack_every for arm in make_plan(get(exp)).arms
+                for a in receivers(arm).values()} == {1}
+    rx = receivers(next(a for a in plan.arms if a.name == "bbr-one"))["r1"]
+    argv = command(rx, lambda h: "10.0.0.1", Path("/tmp/rx"), 0)
+    assert argv[argv.index("--ack-every") + 1] == "2", argv
+    assert argv[argv.index("--delayed-ack-us") + 1] == "40000", argv
+    kernel_rx = receivers(next(a for a in plan.arms if a.name == "kernel-one"))["r1"]
+    assert "--ack-every" not in command(kernel_rx, lambda h: "10.0.0.1", Path("/tmp/rx"), 0)
+    hosts = {"h1", "h2", "r1", "r2"}
+    with pytest.raises(PlanError, match="ack_every"):
+        replace(kernel_rx, ack_every=2).check("a", hosts)
+    with pytest.raises(PlanError, match="ack_every"):
+        replace(rx, ack_every=0).check("a", hosts)
+    with pytest.raises(PlanError, match="delayed_ack_us"):
+        replace(kernel_rx, ack_every=1, delayed_ack_us=100.0).check("a", hosts)
+    with pytest.raises(ValueError, match="ack_every"):
+        make_plan(get("bbr-cubic"), ["ack_every=65"])
 
 
 def test_bbr_rtt_gives_each_flow_its_rtt():
@@ -308,7 +343,7 @@ def test_bbr_cubic_runs_in_virtual_time(tmp_path):
     except Exception as e:
         pytest.fail(f"{e} (make setup builds it)")
     over = ["rate=20Mbps", "rtt=10ms", "buffers=1,4", "cubics=2", "bbrs=kernel,bbr3",
-            "duration=4", "warmup=1"]
+            "duration=4", "warmup=1", "ack_every=2"]
     report = run(get("bbr-cubic"), target="sim", overrides=over, out=str(tmp_path / "r"))
     out = json.loads((tmp_path / "r" / "summary.json").read_text())
     s = out["summary"]
@@ -319,6 +354,11 @@ def test_bbr_cubic_runs_in_virtual_time(tmp_path):
         assert row["utilisation"] > 0.8, row
         assert row["loss_measured_by"].startswith("switch"), row
         assert len(row["cubic_per_flow_mbps"]) == 2
+        # p4cc BBR's receiver acknowledged every other packet (a few at once:
+        # losses, the flow's end); the kernel's, modelled, every one
+        rx = json.loads((tmp_path / "r" / name / "r1" / "recv_stats.json").read_text())
+        ratio = rx["acks_sent"] / rx["data_pkts"]
+        assert (0.45 < ratio < 0.75) if name.startswith("bbr3") else ratio == 1, (name, rx)
     # kernel BBR ran as p4cc's bbr (the run says so)
     params = json.loads((tmp_path / "r" / "params.json").read_text())
     assert any("kernel TCP (bbr, cubic)" in n for n in params["notes"]), params["notes"]

@@ -162,9 +162,13 @@ pub fn algorithm(spec: &AgentSpec) -> Result<String, SimError> {
     Ok(cc)
 }
 
-/// A receiver's configuration: the plan's CNP interval, else the paper's.
+/// A receiver's configuration: the plan's CNP interval (else the paper's),
+/// ACK ratio and delayed-ACK timeout.
 fn receiver_config(spec: &AgentSpec) -> ReceiverConfig {
-    let mut cfg = ReceiverConfig::default();
+    let mut cfg = ReceiverConfig { ack_every: spec.ack_every.max(1), ..ReceiverConfig::default() };
+    if spec.delayed_ack_us > 0.0 {
+        cfg.delayed_ack_ns = (spec.delayed_ack_us * 1e3).round() as u64;
+    }
     if spec.cnp_interval_us > 0.0 {
         cfg.cnp_interval_ns = (spec.cnp_interval_us * 1e3).round() as u64;
     }

@@ -138,6 +138,12 @@ pub struct Agent {
     /// Receivers: the CNP interval of DCQCN's notification point, µs (0: the paper's 50).
     #[serde(default)]
     pub cnp_interval_us: f64,
+    /// Receivers: acknowledge every N-th in-order packet (1: every packet).
+    #[serde(default = "one_u32")]
+    pub ack_every: u32,
+    /// Receivers: a delayed ACK leaves after this many µs (0: the transport's default).
+    #[serde(default)]
+    pub delayed_ack_us: f64,
     /// An external agent's command: real time only (the executor refuses
     /// such a plan before the simulator sees it).
     #[serde(default)]
@@ -145,6 +151,10 @@ pub struct Agent {
 }
 
 fn one() -> u64 {
+    1
+}
+
+fn one_u32() -> u32 {
     1
 }
 

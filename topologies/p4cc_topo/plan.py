@@ -395,6 +395,12 @@ class Agent:
     #: user-space receivers: DCQCN's notification point sends at most one
     #: CNP per flow per this many µs (0: the paper's N = 50 µs)
     cnp_interval_us: float = 0.0
+    #: user-space receivers: acknowledge every N-th in-order packet (loss,
+    #: CE changes and a flow's end at once) — 2 is Linux's delayed-ACK
+    #: receiver (RFC 1122 §4.2.3.2) — and hold a delayed ACK at most this
+    #: many µs (0: p4cc's 500 µs; Linux's floor is 40 ms, TCP_DELACK_MIN)
+    ack_every: int = 1
+    delayed_ack_us: float = 0.0
     #: an external agent's command line (argv); ``{dst}``, ``{self}`` (IP
     #: addresses), ``{start}``, ``{stop}``, ``{duration}`` (s), ``{rate_mbps}``
     #: and ``{out}`` (its folder) are filled in
@@ -444,6 +450,15 @@ class Agent:
         _num(self.cnp_interval_us, f"{where}.cnp_interval_us", 0, 1e9)
         if self.cnp_interval_us and (self.role != "receiver" or self.datapath != "user"):
             _fail(f"{where}.cnp_interval_us", "only a user-space receiver sends CNPs")
+        if not isinstance(self.ack_every, int) or isinstance(self.ack_every, bool) \
+                or not 1 <= self.ack_every <= 64:
+            _fail(f"{where}.ack_every", f"{self.ack_every!r} is not a whole number in 1..64")
+        _num(self.delayed_ack_us, f"{where}.delayed_ack_us", 0, 1e7)
+        for name, default in (("ack_every", 1), ("delayed_ack_us", 0.0)):
+            if getattr(self, name) != default and (self.role != "receiver"
+                                                    or self.datapath != "user"):
+                _fail(f"{where}.{name}", "only a user-space receiver's ACK policy is p4cc's to "
+                      "set (kernel TCP's is the kernel's)")
         if self.datapath == "external":
             self._check_external(where)
         elif self.command:

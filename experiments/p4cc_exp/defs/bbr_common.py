@@ -10,7 +10,8 @@ from pathlib import Path
 from p4cc_topo import load_topology
 from p4cc_topo.plan import Agent, FlowWindow, PortRef, Workload
 
-from .. import metrics, series
+from .. import blocks, metrics, series
+from ..params import Param
 from ..stats import percentile
 
 #: The packet a BDP is counted in (an Ethernet MTU).
@@ -62,6 +63,30 @@ def floats(items, name: str, lo: float = 0.0) -> list[float]:
     if not out or min(out) <= lo:
         raise ValueError(f"{name}: give numbers above {lo:g}")
     return out
+
+
+#: p4cc BBR's receivers: Linux's receiver delays ACKs (one per two
+#: segments, RFC 1122 §4.2.3.2) and GRO coalesces more; p4cc's receiver
+#: acknowledges every packet unless told otherwise. BBR's cwnd grows with
+#: the ACK aggregation it sees (tcp_bbr.c bbr_update_ack_aggregation).
+ACK_EVERY = Param("ack_every", 1, "p4cc BBR's receivers acknowledge every N-th packet "
+                  "(2: as Linux's delayed ACKs; above 1 a delayed ACK waits up to Linux's "
+                  "40 ms)", int, 1, 64)
+#: Linux's floor of the delayed-ACK timer (TCP_DELACK_MIN, HZ/25): with
+#: ack_every above 1 p4cc's receiver waits as long, so that at low rates
+#: the ratio is the one asked for, not the 500 µs timer's.
+LINUX_DELACK_MIN_US = 40_000
+
+
+def bbr_receiver(host: str, impl: str, p: dict) -> Agent:
+    """The receiver of BBR implementation ``impl``: the kernel's own, or
+    p4cc's acknowledging every ``ack_every``-th packet."""
+    cc, dp, _ = IMPLS[impl]
+    if dp == "kernel":
+        return blocks.receiver(host, dp, cc)
+    n = p["ack_every"]
+    return blocks.receiver(host, dp, cc, ack_every=n,
+                           delayed_ack_us=LINUX_DELACK_MIN_US if n > 1 else 0.0)
 
 
 def access_bps(rate_bps: float) -> int:

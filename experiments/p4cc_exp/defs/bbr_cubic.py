@@ -54,6 +54,7 @@ class BbrCubic(Experiment):
               "(p4cc's, user-space transport)", str_list),
         Param("duration", 40, "seconds per arm", seconds, 0.01, 3600),
         Param("warmup", 10, "seconds left out at the start", seconds, 0, 600),
+        bc.ACK_EVERY,
         Param("seed", 1, "random seed", int),
     ]
 
@@ -76,7 +77,7 @@ class BbrCubic(Experiment):
                 pkts = bc.buffer_pkts(x, p["rate"], p["rtt"])
                 topo, queue = bc.wishbone(p, pkts)
                 for n in ns:
-                    agents = [blocks.receiver("r1", dp, cc), blocks.receiver("r2", "kernel", "cubic"),
+                    agents = [bc.bbr_receiver("r1", impl, p), blocks.receiver("r2", "kernel", "cubic"),
                               bc.flows_sender("h1", "r1", cc, dp, 1, p["duration"], 1, p["seed"],
                                               p["rate"]),
                               bc.flows_sender("h2", "r2", "cubic", "kernel", n, p["duration"], 101,

@@ -76,6 +76,7 @@ class BbrKernel(Experiment):
               str_list),
         Param("duration", 25, "seconds per arm", seconds, 0.01, 3600),
         Param("warmup", 5, "seconds left out at the start", seconds, 0, 600),
+        bc.ACK_EVERY,
         Param("seed", 1, "random seed", int),
     ]
 
@@ -88,11 +89,11 @@ class BbrKernel(Experiment):
                 raise ValueError(f"scenarios: unknown '{sc}' ({', '.join(SCENARIOS)})")
             for impl in ("kernel", "bbr"):
                 cc, dp, lab = bc.IMPLS[impl]
-                agents = [blocks.receiver("r1", dp, cc),
+                agents = [bc.bbr_receiver("r1", impl, p),
                           bc.flows_sender("h1", "r1", cc, dp, 1, p["duration"], 1, p["seed"],
                                           p["rate"])]
                 if sc == "two":
-                    agents += [blocks.receiver("r2", dp, cc),
+                    agents += [bc.bbr_receiver("r2", impl, p),
                                bc.flows_sender("h2", "r2", cc, dp, 1, p["duration"], 2,
                                                p["seed"] + 1, p["rate"])]
                     what = "two flows"
