@@ -72,6 +72,21 @@ def test_rate_floors_are_hpccs():
     assert "min_rate_mbps" not in cc_params(p, "hpcc")
 
 
+def test_int_algorithms_are_told_the_base_rtt():
+    """HPCC's T and PowerTCP's τ are the network's base RTT, configured as
+    in the authors' simulators (not a burst flow's first RTT sample, which
+    carries the queue): the plans give it to every INT arm's senders."""
+    from p4cc_exp.defs.int_incast import cc_params
+    from p4cc_exp.runner import make_plan
+    p = {"rate": 25e9, "base_rtt_us": 4.96, "swift_queue_us": 25}
+    for cc in ("hpcc", "powertcp", "theta-powertcp"):
+        assert cc_params(p, cc) == {"base_rtt_us": "4.960"}
+    plan = make_plan(get("int-incast"), ["protocols=hpcc,powertcp"], scale="paper")
+    for arm in plan.arms:
+        tx = [a.cc_params for a in arm.agents if a.role == "sender"]
+        assert tx and all(c == {"base_rtt_us": "4.960"} for c in tx), (arm.name, tx)
+
+
 def test_dcqcn_timers_scale_with_a_scaled_down_fabric():
     """Below 25 Gb/s (the slowest NIC HPCC's simulations run DCQCN's
     timers at) the α and rate timers and the receivers' CNP interval

@@ -127,16 +127,12 @@ class DcFct(Experiment):
         return slowdown.base_rtt_s(slowdown.path_hops(topo, hosts[0], far)) * 1e6
 
     def cc_params(self, p, cc: str) -> dict:
-        """int-incast's choices (Swift's target and TIMELY's thresholds on
-        top of the base RTT), and the base RTT itself for the algorithms
-        that otherwise take the smallest RTT a flow measures (HPCC's T,
-        PowerTCP's τ, oracle TIMELY's loop delay): int-incast's flows
-        start on an empty path, but here a flow's first RTT sample often
-        carries a queue, and the papers' T and τ are the network's base RTT
-        (HPCC's simulations: the longest path's)."""
+        """int-incast's choices (Swift's target, TIMELY's thresholds on top
+        of the base RTT, HPCC's T and PowerTCP's τ: here the longest path's
+        base RTT, as in HPCC's simulations), and oracle TIMELY's loop delay,
+        which it would otherwise take from the smallest RTT a flow
+        measures: a flow's first RTT sample often carries a queue."""
         out = int_cc_params(p, cc)
-        if cc in ("hpcc", "powertcp", "theta-powertcp"):
-            out["base_rtt_us"] = f"{p['base_rtt_us']:.3f}"
         if cc == "oracle-timely":
             out["rtt_us"] = f"{p['base_rtt_us']:.3f}"
         return out

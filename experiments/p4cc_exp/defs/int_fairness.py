@@ -27,10 +27,35 @@ JAIN_MIN = 0.95
 #: Throughput bins per phase: convergence is timed to one bin.
 BINS_PER_PHASE = 200
 
-# ns3-datacenter (ns-3.39) run here with p4cc's paper-scale parameters:
-# per line rate and algorithm, the mean Jain index over phases and the
-# longest convergence time (µs) (docs/experiments.md, "int-fairness").
-REFERENCE: dict[float, dict[str, dict[str, float]]] = {}
+# ns3-datacenter (inet-tub/ns3-datacenter @ 6ddb4a4, ns-3.39) run here at
+# p4cc's paper-scale parameters (docs/experiments.md, "int-fairness"): its
+# fairness program on a one-switch star (4 senders, 25 Gb/s, 1 µs links,
+# 1500-B frames, T = τ = the path's 4.93 µs), joins every 10 ms from 1 ms
+# and leaves in reverse order (a copy of the program with three lines
+# changed to read each flow's stop time), analysed with this module's
+# definitions from the senders' bytes printed every 2.46 µs. HPCC,
+# PowerTCP, θ-PowerTCP and DCTCP with the program's window (one BDP per
+# flow), DCQCN and TIMELY without it, as p4cc's rate-only senders run.
+# Per line rate and algorithm, over the phases with two flows or more:
+# mean and lowest Jain index, and the slowest convergence (µs).
+REFERENCE: dict[float, dict[str, dict[str, float]]] = {
+    25e9: {
+        "hpcc": {"jain_mean": 0.973, "jain_min": 0.920, "converge_max_us": 7600},
+        "powertcp": {"jain_mean": 0.995, "jain_min": 0.989, "converge_max_us": 5100},
+        "theta-powertcp": {"jain_mean": 0.998, "jain_min": 0.996, "converge_max_us": 0},
+        "dcqcn": {"jain_mean": 0.994, "jain_min": 0.973, "converge_max_us": 2300},
+        "timely": {"jain_mean": 0.999, "jain_min": 0.996, "converge_max_us": 150},
+        "dctcp": {"jain_mean": 1.000, "jain_min": 1.000, "converge_max_us": 0},
+    },
+}
+
+
+def ref_ratio(ref: dict) -> str:
+    """The reference simulator's slowest convergence, PowerTCP / HPCC."""
+    pw, h = (ref.get(cc, {}).get("converge_max_us") for cc in ("powertcp", "hpcc"))
+    if pw is None or not h:
+        return ""
+    return f"; ns3-datacenter run here: {fmt(pw)} / {fmt(h)} µs = {fmt(pw / h)}"
 
 
 class IntFairness(Experiment):
@@ -150,15 +175,18 @@ class IntFairness(Experiment):
                                              default=float("nan"))),
                 "utilisation": metrics.utilisation(r, p["rate"]),
             }
-        summary["reference"] = {"simulator": "ns3-datacenter (ns-3.39)",
-                                "values": REFERENCE.get(p["rate"], {})}
         ref = REFERENCE.get(p["rate"], {})
+        summary["reference"] = {"simulator": "ns3-datacenter (ns-3.39), one-switch star",
+                                "values": ref}
+        for name, row in summary.items():
+            if name in ref:
+                row["reference"] = ref[name]
         for cc in ("powertcp", "hpcc", "theta-powertcp"):
             s = summary.get(cc)
             if not s:
                 continue
-            extra = (f"; ns3-datacenter run here: Jain {fmt(ref[cc]['jain_mean'])}"
-                     if cc in ref and "jain_mean" in ref[cc] else "")
+            extra = (f"; ns3-datacenter run here: lowest Jain {fmt(ref[cc]['jain_min'])}"
+                     if cc in ref else "")
             verdicts.append(verdict(
                 f"{cc_label(cc)} shares the bottleneck equally in every phase (lowest Jain)",
                 s["jain_min"], s["jain_min"] >= JAIN_MIN, "equal shares (Jain 1)",
@@ -170,7 +198,8 @@ class IntFairness(Experiment):
             verdicts.append(verdict(
                 "PowerTCP converges at least as fast as HPCC (slowest phase, PowerTCP / HPCC)",
                 ratio, ratio <= 1.1, "≤ 1", "≤ 1.1", "PowerTCP §5 (fairness: faster "
-                f"convergence than HPCC); base RTT {base:.1f} µs", RATE, ["powertcp", "hpcc"]))
+                f"convergence than HPCC); base RTT {base:.1f} µs" + ref_ratio(ref), RATE,
+                ["powertcp", "hpcc"]))
         return summary, verdicts
 
     def plot(self, p, results, summary, outdir):

@@ -36,12 +36,34 @@ HPCC_DRAIN_RTTS = 10
 #: tolerance for two runs of one simulator.
 POWER_VS_HPCC = 1.1
 
-# The reference simulator run here (inet-tub/ns3-datacenter, ns-3.39: the
-# PowerTCP authors' own, docs/experiments.md, "int-incast"), at p4cc's
-# paper-scale parameters: per line rate and algorithm, the peak queue
-# (KB), drain time (µs) and utilisation after the burst. Filled from
-# `docs/experiments.md`'s recipe; an algorithm without a value shows n/a.
-REFERENCE: dict[float, dict[str, dict[str, float]]] = {}
+# The reference simulator run here (inet-tub/ns3-datacenter @ 6ddb4a4,
+# ns-3.39: the PowerTCP authors' own; docs/experiments.md, "int-incast",
+# has the recipe and the commands), its burst program on a one-switch star
+# of 12 hosts at p4cc's paper-scale parameters (25 Gb/s, 1 µs links,
+# 1500-B frames, a 15 MiB lossless buffer; T = τ = the path's 4.93 µs),
+# analysed with this module's definitions from its queue printed every
+# 7.39 µs. HPCC, PowerTCP (median of 6 runs: it is not deterministic),
+# θ-PowerTCP and DCTCP with the program's window (one BDP per flow);
+# DCQCN and TIMELY without it, as p4cc's rate-only senders run. Per line
+# rate and algorithm: peak and steady queue (KB), drain time (µs),
+# utilisation before and after the burst.
+REFERENCE_BASE_RTT_US = 4.93
+REFERENCE: dict[float, dict[str, dict[str, float]]] = {
+    25e9: {
+        "hpcc": {"peak_queue_kb": 165, "steady_queue_kb": 1.5, "drain_us": 87,
+                 "utilisation_before": 0.952, "utilisation_after": 0.916},
+        "powertcp": {"peak_queue_kb": 150, "steady_queue_kb": 1.5, "drain_us": 72,
+                     "utilisation_before": 0.956, "utilisation_after": 0.953},
+        "theta-powertcp": {"peak_queue_kb": 153, "steady_queue_kb": 1.5, "drain_us": 102,
+                           "utilisation_before": 1.001, "utilisation_after": 0.998},
+        "dcqcn": {"peak_queue_kb": 2214, "steady_queue_kb": 1.5, "drain_us": 2445,
+                  "utilisation_before": 1.000, "utilisation_after": 0.695},
+        "timely": {"peak_queue_kb": 2641, "steady_queue_kb": 0.0, "drain_us": 915,
+                   "utilisation_before": 1.001, "utilisation_after": 0.547},
+        "dctcp": {"peak_queue_kb": 164, "steady_queue_kb": 120, "drain_us": 146,
+                  "utilisation_before": 1.000, "utilisation_after": 1.000},
+    },
+}
 
 
 def arrivals(cards: list[dict]) -> list[dict]:
@@ -125,9 +147,16 @@ def profile(rate: float) -> dict:
 def cc_params(p: dict, cc: str) -> dict:
     """Each algorithm's parameters where the experiment sets them: the
     delay-based ones need the path's base RTT (the hosts' stacks add to it
-    in real time: `base_rtt_us`)."""
+    in real time: `base_rtt_us`), and so do HPCC's T and PowerTCP's τ. The
+    papers' T and τ are the network's base RTT, configured (the authors'
+    simulators: the longest path's); measured, a burst's flows would take
+    their first RTT sample, which carries the queue their own first
+    windows build (at int-incast's paper scale HPCC's peak was 238 KB
+    with T measured, 180 KB with T configured)."""
     base = p["base_rtt_us"]
     pkt_us = FRAME_BYTES * 8 / p["rate"] * 1e6
+    if cc in ("hpcc", "powertcp", "theta-powertcp"):
+        return {"base_rtt_us": f"{base:.3f}"}
     if cc == "swift":
         # Swift's target: the base RTT plus a few packets of queue (its
         # paper's 25 µs at 100 Gb/s is ~200 packets; at low rates a packet
@@ -144,6 +173,14 @@ def cc_params(p: dict, cc: str) -> dict:
                 "min_rtt_us": f"{max(base, 20):.1f}",
                 "min_rate_mbps": f"{rate_floor_mbps(p['rate']):.6g}"}
     return {}
+
+
+def ref_ratio(ref: dict, key: str, unit: str) -> str:
+    """The reference simulator's PowerTCP / HPCC for a verdict's source."""
+    pw, h = ref.get("powertcp", {}).get(key), ref.get("hpcc", {}).get(key)
+    if pw is None or h is None or not h:
+        return ""
+    return f"; ns3-datacenter run here: {fmt(pw)} / {fmt(h)} {unit} = {fmt(pw / h)}"
 
 
 class IntIncast(Experiment):
@@ -247,6 +284,7 @@ class IntIncast(Experiment):
                 "peak_queue_pkts": peak["depth"] if peak else float("nan"),
                 "peak_queue_kb": peak["depth"] * FRAME_BYTES / 1e3 if peak else float("nan"),
                 "steady_queue_pkts": steady,
+                "steady_queue_kb": steady * FRAME_BYTES / 1e3,
                 "drain_us": drain_us,
                 "drain_rtts": drain_us / p["base_rtt_us"] if p["base_rtt_us"] else float("nan"),
                 "utilisation_before": before, "utilisation_after": later,
@@ -257,12 +295,17 @@ class IntIncast(Experiment):
         p = dict(p, base_rtt_us=base)
         summary = {name: self.burst_figures(p, r) for name, r in results.items()}
         ref = REFERENCE.get(p["rate"], {})
-        summary["reference"] = {"simulator": "ns3-datacenter (ns-3.39)", "rate_bps": p["rate"],
-                                "values": ref}
+        summary["reference"] = {"simulator": "ns3-datacenter (ns-3.39), one-switch star",
+                                "rate_bps": p["rate"], "values": ref}
+        for name, row in summary.items():
+            if name in ref:
+                row["reference"] = ref[name]
 
         def refs(cc, key, unit):
             v = ref.get(cc, {}).get(key)
-            return f"; ns3-datacenter run here: {fmt(v)} {unit}" if v is not None else ""
+            if v is None:
+                return ""
+            return f"; ns3-datacenter run here: {fmt(v)}" + (f" {unit}" if unit else "")
 
         verdicts = []
         h, pw = summary.get("hpcc"), summary.get("powertcp")
@@ -277,7 +320,9 @@ class IntIncast(Experiment):
                 "HPCC drains the burst's queue within a few RTTs (base RTTs)", h["drain_rtts"],
                 h["drain_rtts"] <= HPCC_DRAIN_RTTS, "a few base RTTs",
                 f"≤ {HPCC_DRAIN_RTTS} base RTTs ({base:.1f} µs each)",
-                "HPCC §5 (incast)" + refs("hpcc", "drain_us", "µs"), QUEUE, ["hpcc"]))
+                "HPCC §5 (incast)" + refs("hpcc", "drain_us", "µs")
+                + (f" = {ref['hpcc']['drain_us'] / REFERENCE_BASE_RTT_US:.1f} of its base RTTs"
+                   f" ({REFERENCE_BASE_RTT_US} µs)" if "hpcc" in ref else ""), QUEUE, ["hpcc"]))
         if h and pw:
             for key, what, unit in (("peak_queue_pkts", "peak queue", "pkts"),
                                     ("drain_us", "drain time", "µs")):
@@ -286,8 +331,8 @@ class IntIncast(Experiment):
                     f"PowerTCP's {what} at or below HPCC's (PowerTCP / HPCC)", ratio,
                     ratio <= POWER_VS_HPCC, "≤ 1 (at or below HPCC's)",
                     f"≤ {POWER_VS_HPCC:g}", "PowerTCP §5 (burst)"
-                    + refs("powertcp", key.replace("_pkts", "_kb"), "KB" if "queue" in key
-                           else unit), QUEUE, ["powertcp", "hpcc"]))
+                    + ref_ratio(ref, key.replace("_pkts", "_kb"), "KB" if "queue" in key
+                                else unit), QUEUE, ["powertcp", "hpcc"]))
         sw = summary.get("swift")
         if sw:
             verdicts.append(verdict(
@@ -301,7 +346,8 @@ class IntIncast(Experiment):
             verdicts.append(verdict(
                 "DCQCN's steady queue between Kmin and Kmax", dq["steady_queue_pkts"],
                 kmin - 1 <= dq["steady_queue_pkts"] <= kmax + 1, f"[{kmin}, {kmax}] pkts",
-                "±1 pkt", "DCQCN (SIGCOMM 2015) §3, RED-ECN", QUEUE, ["dcqcn"]))
+                "±1 pkt", "DCQCN (SIGCOMM 2015) §3, RED-ECN"
+                + refs("dcqcn", "steady_queue_kb", "KB steady"), QUEUE, ["dcqcn"]))
         dc = summary.get("dctcp")
         if dc:
             n = p["burst"] + 1
@@ -309,7 +355,9 @@ class IntIncast(Experiment):
                 "DCTCP's steady queue near K", dc["steady_queue_pkts"],
                 prof["k"] * 0.5 <= dc["steady_queue_pkts"] <= prof["k"] + n + 1,
                 f"K = {prof['k']} pkts (Qmax = K + N = {prof['k'] + n})",
-                "between K/2 and K + N + 1", "DCTCP (SIGCOMM 2010) §3.3", QUEUE, ["dctcp"]))
+                "between K/2 and K + N + 1", "DCTCP (SIGCOMM 2010) §3.3"
+                + refs("dctcp", "steady_queue_kb", "KB steady (RED marking there)"), QUEUE,
+                ["dctcp"]))
         return summary, verdicts
 
     def plot(self, p, results, summary, outdir):
