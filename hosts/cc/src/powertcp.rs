@@ -44,6 +44,7 @@ pub(crate) const PARAMS: &[ParamInfo] = &[
     ParamInfo { name: "expected_flows", default: "10", doc: "N in β = HostBw·τ/N, the additive increase in bytes (the authors' Linux module: 10)" },
     ParamInfo { name: "base_rtt_us", default: "0", doc: "τ, the base RTT, µs; 0 = the smallest RTT measured" },
     ParamInfo { name: "line_rate_mbps", default: "0", doc: "HostBw, the host's NIC rate, Mbit/s; 0 = PathInfo.line_rate_bps, or 10000 if unknown" },
+    ParamInfo { name: "eta", default: "1", doc: "target utilisation η: the window follows Γ/η (the paper and the Linux module: 1; the authors' ns-3 code divides by HPCC's 0.95)" },
 ];
 
 /// Where the power comes from.
@@ -68,6 +69,8 @@ pub struct PowerTcp {
     variant: Variant,
     gamma: f64,
     expected_flows: f64,
+    /// η: the power is judged against η (1: the paper's equilibrium).
+    eta: f64,
     /// HostBw in bytes per second.
     host_bps: f64,
     mss: f64,
@@ -99,6 +102,7 @@ impl PowerTcp {
             variant,
             gamma,
             expected_flows,
+            eta: 1.0,
             host_bps: host_rate_bps.max(1.0) / 8.0,
             mss,
             init_window,
@@ -123,7 +127,15 @@ impl PowerTcp {
         let n = p.f64_in("expected_flows", 1e-3, 1e9)?;
         let base_rtt_us = p.f64_in("base_rtt_us", 0.0, 1e8)?;
         let line = line_rate_bps(p, path)?;
-        Ok(PowerTcp::new(variant, path, gamma, n, base_rtt_us, line))
+        let eta = p.f64_in("eta", 1e-3, 1.0)?;
+        Ok(PowerTcp::new(variant, path, gamma, n, base_rtt_us, line).with_eta(eta))
+    }
+
+    /// A target utilisation η below 1: the window follows Γ/η, leaving
+    /// 1 − η of the link as headroom (as HPCC's η does).
+    pub fn with_eta(mut self, eta: f64) -> Self {
+        self.eta = eta;
+        self
     }
 
     /// HostBw·τ, bytes: the start and the ceiling of the window.
@@ -221,6 +233,7 @@ impl PowerTcp {
         let (Some(power), Some(bdp)) = (self.power, self.host_bdp()) else { return };
         let old = self.cwnd_at(pos);
         let beta = self.beta_bytes();
+        let power = power / self.eta;
         let cwnd = self.gamma * (old / power.max(MIN_POWER) + beta) + (1.0 - self.gamma) * self.cwnd;
         self.set_cwnd(cwnd.clamp(self.mss, bdp.max(self.mss)));
         self.updates += 1;
@@ -415,6 +428,30 @@ mod tests {
         }
         assert!(close(p.cwnd(), cwnd));
         assert_eq!(p.state()["updates"], 1.0);
+    }
+
+    /// η (the authors' ns-3 code, `UpdateRatePower`: max_c = u/η, as in
+    /// HPCC §3.3): the same first update as above with Γ judged against
+    /// η = 0.95, i.e. cwnd = γ·(cwnd_old·η/Γ + β) + (1 − γ)·cwnd. The
+    /// default η = 1 is the paper's Algorithm 1 (the test above).
+    #[test]
+    fn eta_leaves_headroom() {
+        let mut p = power(Variant::Int).with_eta(0.95);
+        p.on_send(0, 10_000);
+        p.on_ack(&ack(vec![hop(1, 0, 0, 0)]));
+        for i in 0..9u32 {
+            p.on_ack(&ack(vec![hop(1, 1_250, 1_250 * (i + 1), 1_000 * (u64::from(i) + 1))]));
+        }
+        p.on_send(0, 5_000);
+        p.on_ack(&ack(vec![hop(1, 1_250, 12_500, 10_000)]));
+        let g = 1.1 + 1.1 * 0.9f64.powi(9);
+        let cwnd = 0.9 * (BDP * 0.95 / g + BETA) + 0.1 * BDP;
+        assert!(close(p.cwnd(), cwnd), "{} vs {cwnd}", p.cwnd());
+        let path = PathInfo { mss: 1000, line_rate_bps: Some(B), init_cwnd_pkts: 10 };
+        let given = [("eta".to_string(), "0.95".to_string())];
+        assert!(crate::registry::by_name("powertcp", &given, &path).is_ok());
+        let bad = [("eta".to_string(), "1.5".to_string())];
+        assert!(crate::registry::by_name("powertcp", &bad, &path).is_err());
     }
 
     /// Algorithm 1, GETCWND(ack.seq): the window in force when the ACKed
