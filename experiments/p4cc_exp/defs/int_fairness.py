@@ -16,7 +16,8 @@ from ..params import Param, rate_bps, seconds, str_list
 from ..stats import jain_index, mean
 from ..verdicts import RATE, fmt, verdict
 from .dctcp_convergence import join_leave_plot
-from .int_incast import FRAME_BYTES, cc_params, cnp_interval_us, profile
+from .int_incast import (FRAME_BYTES, add_reference, cc_params, cnp_interval_us, profile,
+                         ref_ratio)
 
 #: A phase has converged once the active flows' Jain index over a window
 #: of throughput bins reaches this (and stays for the phase's second half).
@@ -48,14 +49,6 @@ REFERENCE: dict[float, dict[str, dict[str, float]]] = {
         "dctcp": {"jain_mean": 1.000, "jain_min": 1.000, "converge_max_us": 0},
     },
 }
-
-
-def ref_ratio(ref: dict) -> str:
-    """The reference simulator's slowest convergence, PowerTCP / HPCC."""
-    pw, h = (ref.get(cc, {}).get("converge_max_us") for cc in ("powertcp", "hpcc"))
-    if pw is None or not h:
-        return ""
-    return f"; ns3-datacenter run here: {fmt(pw)} / {fmt(h)} µs = {fmt(pw / h)}"
 
 
 class IntFairness(Experiment):
@@ -176,11 +169,7 @@ class IntFairness(Experiment):
                 "utilisation": metrics.utilisation(r, p["rate"]),
             }
         ref = REFERENCE.get(p["rate"], {})
-        summary["reference"] = {"simulator": "ns3-datacenter (ns-3.39), one-switch star",
-                                "values": ref}
-        for name, row in summary.items():
-            if name in ref:
-                row["reference"] = ref[name]
+        add_reference(summary, ref, p["rate"])
         for cc in ("powertcp", "hpcc", "theta-powertcp"):
             s = summary.get(cc)
             if not s:
@@ -198,7 +187,8 @@ class IntFairness(Experiment):
             verdicts.append(verdict(
                 "PowerTCP converges at least as fast as HPCC (slowest phase, PowerTCP / HPCC)",
                 ratio, ratio <= 1.1, "≤ 1", "≤ 1.1", "PowerTCP §5 (fairness: faster "
-                f"convergence than HPCC); base RTT {base:.1f} µs" + ref_ratio(ref), RATE,
+                f"convergence than HPCC); base RTT {base:.1f} µs"
+                + ref_ratio(ref, "converge_max_us", "µs"), RATE,
                 ["powertcp", "hpcc"]))
         return summary, verdicts
 

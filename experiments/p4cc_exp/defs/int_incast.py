@@ -178,9 +178,19 @@ def cc_params(p: dict, cc: str) -> dict:
 def ref_ratio(ref: dict, key: str, unit: str) -> str:
     """The reference simulator's PowerTCP / HPCC for a verdict's source."""
     pw, h = ref.get("powertcp", {}).get(key), ref.get("hpcc", {}).get(key)
-    if pw is None or h is None or not h:
+    if pw is None or not h:
         return ""
     return f"; ns3-datacenter run here: {fmt(pw)} / {fmt(h)} {unit} = {fmt(pw / h)}"
+
+
+def add_reference(summary: dict, ref: dict, rate_bps: float) -> None:
+    """The reference simulator's numbers in a summary: all of them under
+    "reference", and each arm's beside its own row."""
+    for name, row in summary.items():
+        if name in ref:
+            row["reference"] = ref[name]
+    summary["reference"] = {"simulator": "ns3-datacenter (ns-3.39), one-switch star",
+                            "rate_bps": rate_bps, "values": ref}
 
 
 class IntIncast(Experiment):
@@ -295,11 +305,7 @@ class IntIncast(Experiment):
         p = dict(p, base_rtt_us=base)
         summary = {name: self.burst_figures(p, r) for name, r in results.items()}
         ref = REFERENCE.get(p["rate"], {})
-        summary["reference"] = {"simulator": "ns3-datacenter (ns-3.39), one-switch star",
-                                "rate_bps": p["rate"], "values": ref}
-        for name, row in summary.items():
-            if name in ref:
-                row["reference"] = ref[name]
+        add_reference(summary, ref, p["rate"])
 
         def refs(cc, key, unit):
             v = ref.get(cc, {}).get(key)
