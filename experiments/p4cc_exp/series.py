@@ -185,6 +185,21 @@ def tput_bins(d: Path) -> dict[str, list[tuple[int, int, int]]]:
     return bins
 
 
+def delay_targets(dirs: list[Path]) -> list[tuple[float, float, float]]:
+    """[(t unix s, RTT µs, the algorithm's delay target µs)] for every
+    logged RTT sample that carries a target (Swift's), all flows."""
+    out = []
+    for d in dirs:
+        for r in rows(Path(d) / "rtt.csv"):
+            try:
+                if r.get("target_delay_ns"):
+                    out.append((int(r["t_unix_ns"]) / 1e9, int(r["rtt_ns"]) / 1e3,
+                                int(r["target_delay_ns"]) / 1e3))
+            except (KeyError, ValueError):
+                continue
+    return sorted(out)
+
+
 def rtts(dirs: list[Path]) -> dict[str, list[tuple[float, float, float | None]]]:
     """flow_id -> [(t unix s, rtt µs, echoed queue depth or None)]."""
     series: dict[str, list] = {}

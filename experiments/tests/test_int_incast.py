@@ -39,6 +39,26 @@ def test_dcqcn_recovers_after_the_burst(tmp_path):
     assert len(ends) == 11 and max(ends) - t0 < 30.5e6, [(e - t0) / 1e6 for e in ends]
 
 
+def test_swift_is_judged_against_its_own_target(tmp_path):
+    """Swift's senders log the target they steer to beside each RTT sample
+    (base target 4.96 + 25 µs, 1 µs per hop, 0–125 µs of flow scaling), and
+    their median RTT after the burst agrees with the switch's own account:
+    the base RTT plus the steady queue the postcards report, within four
+    packet times (1.92 µs at 25 Gb/s)."""
+    find_sim()
+    out = tmp_path / "r"
+    run(get("int-incast"), target="sim", scale="paper", overrides=["protocols=swift"],
+        out=str(out))
+    doc = json.loads((out / "summary.json").read_text())
+    s = doc["summary"]["swift"]
+    assert s["delay_samples"] >= 500, s
+    assert 30.9 <= s["target_us"] <= 156.0, s
+    pkt_us = 1500 * 8 / 25e9 * 1e6
+    assert abs(s["delay_us"] - (4.96 + s["steady_queue_pkts"] * pkt_us)) <= 4 * pkt_us, s
+    names = [v["name"] for v in doc["verdicts"]]
+    assert any("Swift holds the delay near its target" in n for n in names), names
+
+
 def test_reports_are_placed_at_their_packets_arrival():
     cards = [{"t": 1.0, "depth": 3000, "qdelay_us": 1500},
              {"t": 1.0004, "depth": 100, "qdelay_us": 40}]

@@ -15,7 +15,7 @@ from dataclasses import replace
 from p4cc_topo import load_topology
 from p4cc_topo.plan import port_towards
 
-from .. import blocks, metrics
+from .. import blocks, metrics, series
 from ..arm_steps import read_name
 from ..blocks import cc_label
 from ..experiment import Experiment
@@ -35,6 +35,9 @@ HPCC_DRAIN_RTTS = 10
 #: PowerTCP §5: its peak queue and drain time at or below HPCC's; the
 #: tolerance for two runs of one simulator.
 POWER_VS_HPCC = 1.1
+#: Swift's additive increase, packets per RTT per flow (hosts/cc swift.rs
+#: default `ai`; int-incast does not change it).
+SWIFT_AI = 1.0
 
 # The reference simulator run here (inet-tub/ns3-datacenter @ 6ddb4a4,
 # ns-3.39: the PowerTCP authors' own; docs/experiments.md, "int-incast",
@@ -225,7 +228,8 @@ class IntIncast(Experiment):
               "packet times)", float, 0, 1e6),
         Param("protocols", "hpcc,powertcp,theta-powertcp,swift,dcqcn,timely,dctcp", "arms",
               str_list),
-        Param("sample", 1, "postcard 1-in-N sampling", int, 1, 10_000),
+        Param("sample", 1, "postcard 1-in-N sampling (and Swift's RTT samples; 1: thinned "
+              "by the rate)", int, 1, 10_000),
         Param("seed", 1, "random seed", int),
     ]
 
@@ -253,9 +257,12 @@ class IntIncast(Experiment):
             agents = [blocks.receiver("h1", "user", cc, cnp_interval_us(p, cc))]
             for i, h in enumerate(senders):
                 start = 0.0 if i == 0 else p["burst_at"]
-                agents.append(blocks.long_sender(h, "h1", cc, "user", start, p["duration"],
-                                                 i + 1, p["seed"] + i, params,
-                                                 line_rate_bps=p["rate"]))
+                a = blocks.long_sender(h, "h1", cc, "user", start, p["duration"], i + 1,
+                                       p["seed"] + i, params, line_rate_bps=p["rate"])
+                # Swift's delay verdict reads its RTT samples: as many as the
+                # postcards (a run of milliseconds would otherwise keep a
+                # dozen).
+                agents.append(replace(a, rtt_every=p["sample"]) if cc == "swift" else a)
             reads = (p["burst_at"], p["burst_at"] + p["settle"])
             arm = blocks.arm(cc, cc_label(cc), topo, agents, p["duration"], p["warmup"],
                              port_towards(topo, "h1"), {"cc": cc, "cc_params": params},
@@ -287,6 +294,10 @@ class IntIncast(Experiment):
             back = next((c for c in after if c["t"] >= peak["t"] and c["depth"] <= level), None)
             if back is not None:
                 drain_us = (back["t"] - tb) * 1e6
+        # The delay against the algorithm's own target (Swift logs it) once
+        # the burst has settled.
+        settled = [(d, g) for t, d, g in series.delay_targets(metrics.sender_dirs(r))
+                   if tb + p["settle"] <= t <= te]
         before = metrics.utilisation_between(r, "start", read_name(p["burst_at"]), p["rate"])
         later = metrics.utilisation_between(r, read_name(p["burst_at"] + p["settle"]), "end",
                                             p["rate"])
@@ -298,7 +309,10 @@ class IntIncast(Experiment):
                 "drain_us": drain_us,
                 "drain_rtts": drain_us / p["base_rtt_us"] if p["base_rtt_us"] else float("nan"),
                 "utilisation_before": before, "utilisation_after": later,
-                "postcards": len(cards)}
+                "postcards": len(cards),
+                **({"delay_us": percentile([d for d, _ in settled], 50),
+                    "target_us": percentile([g for _, g in settled], 50),
+                    "delay_samples": len(settled)} if settled else {})}
 
     def analyse(self, p, results):
         base = p["base_rtt_us"] or (4 * p["delay"] * 1e6 + 2 * FRAME_BYTES * 8 / p["rate"] * 1e6)
@@ -345,6 +359,20 @@ class IntIncast(Experiment):
                 "Swift keeps the link busy after the burst", sw["utilisation_after"],
                 sw["utilisation_after"] >= 0.9, "high utilisation", "≥ 0.9",
                 "Swift (SIGCOMM 2020) §5", RATE, ["swift"]))
+            if "delay_us" in sw:
+                # N flows each add ai packets per RTT while below the target
+                # and cut at most once per RTT above it: the queue swings by
+                # about N·ai packets around the level where the delay meets
+                # the target.
+                band = (p["burst"] + 1) * SWIFT_AI * FRAME_BYTES * 8 / p["rate"] * 1e6
+                dev = sw["delay_us"] - sw["target_us"]
+                verdicts.append(verdict(
+                    "Swift holds the delay near its target after the burst (median RTT − "
+                    "median target, µs)", dev, abs(dev) <= band,
+                    f"0 (target {sw['target_us']:.1f} µs: base + hop and flow scaling)",
+                    f"±{band:.1f} µs (N·ai = {(p['burst'] + 1) * SWIFT_AI:g} packets at the "
+                    "line rate)", "Swift (SIGCOMM 2020) §3.1, §5; the band: N flows add N·ai "
+                    "packets per RTT between decreases (analysis)", QUEUE, ["swift"]))
         prof = profile(p["rate"])
         dq = summary.get("dcqcn")
         if dq:

@@ -189,6 +189,13 @@ pub trait CongestionControl: Send {
     fn pacing_counts_payload(&self) -> bool {
         false
     }
+    /// The queueing-inclusive delay the algorithm steers each ACK's RTT
+    /// towards, when it has one (Swift's target), for the sender's RTT
+    /// log: an analysis judges the delay against what the algorithm
+    /// itself aimed at. Default: none.
+    fn target_delay_ns(&self) -> Option<u64> {
+        None
+    }
     /// Algorithm-specific state for logging (e.g. "alpha" for DCTCP).
     fn state(&self) -> BTreeMap<&'static str, f64> {
         BTreeMap::new()

@@ -29,6 +29,16 @@
 //! HostBw·τ) and never exceed it; β = HostBw·τ/N, N the expected number of
 //! flows (the authors' Linux implementation; defaults γ = 0.9, N = 10).
 //!
+//! `fast_react=1` is the authors' ns-3 code instead (`RdmaHw::HandleAckHp`
+//! with PowerTCP enabled, as for HPCC): every ACK between two updates
+//! also sets the window, from the reference window Wc of the last update
+//! and the power smoothed so far, `cwnd = γ·(Wc/Γ_smooth + β) + (1 − γ)·Wc`;
+//! the once-per-RTT update does the same and makes the result the new Wc.
+//! The paper's Algorithm 1 (default) moves the window only at the update.
+//! `current_floor=0.5` is that code's other departure: the current λ is
+//! floored at half the hop's rate, so a queue draining with little arriving
+//! keeps the power up until it is gone.
+//!
 //! ACKs without hop records do not move PowerTCP (θ-PowerTCP needs none).
 //! Loss is outside both papers' algorithms: the datapath retransmits.
 
@@ -44,6 +54,8 @@ pub(crate) const PARAMS: &[ParamInfo] = &[
     ParamInfo { name: "expected_flows", default: "10", doc: "N in β = HostBw·τ/N, the additive increase in bytes (the authors' Linux module: 10)" },
     ParamInfo { name: "base_rtt_us", default: "0", doc: "τ, the base RTT, µs; 0 = the smallest RTT measured" },
     ParamInfo { name: "line_rate_mbps", default: "0", doc: "HostBw, the host's NIC rate, Mbit/s; 0 = PathInfo.line_rate_bps, or 10000 if unknown" },
+    ParamInfo { name: "current_floor", default: "0", doc: "the current λ is floored at this share of the hop's rate before Γ (the paper and the Linux module: 0; the authors' ns-3 code: 0.5)" },
+    ParamInfo { name: "fast_react", default: "0", doc: "1: set the window on every ACK from the reference window of the last per-RTT update (the authors' ns-3 code, as HPCC); 0: once per RTT (the paper's Algorithm 1)" },
     ParamInfo { name: "eta", default: "1", doc: "target utilisation η: the window follows Γ/η (the paper and the Linux module: 1; the authors' ns-3 code divides by HPCC's 0.95)" },
 ];
 
@@ -71,6 +83,12 @@ pub struct PowerTcp {
     expected_flows: f64,
     /// η: the power is judged against η (1: the paper's equilibrium).
     eta: f64,
+    /// React on every ACK from `wc` (the authors' ns-3 code).
+    fast_react: bool,
+    /// λ ≥ current_floor·B (the authors' ns-3 code: 0.5).
+    current_floor: f64,
+    /// Wc: the window the last per-RTT update set (fast reaction only).
+    wc: f64,
     /// HostBw in bytes per second.
     host_bps: f64,
     mss: f64,
@@ -103,6 +121,9 @@ impl PowerTcp {
             gamma,
             expected_flows,
             eta: 1.0,
+            fast_react: false,
+            current_floor: 0.0,
+            wc: init_window,
             host_bps: host_rate_bps.max(1.0) / 8.0,
             mss,
             init_window,
@@ -128,7 +149,25 @@ impl PowerTcp {
         let base_rtt_us = p.f64_in("base_rtt_us", 0.0, 1e8)?;
         let line = line_rate_bps(p, path)?;
         let eta = p.f64_in("eta", 1e-3, 1.0)?;
-        Ok(PowerTcp::new(variant, path, gamma, n, base_rtt_us, line).with_eta(eta))
+        let fast = p.u64_in("fast_react", 0, 1)? == 1;
+        let floor = p.f64_in("current_floor", 0.0, 1.0)?;
+        Ok(PowerTcp::new(variant, path, gamma, n, base_rtt_us, line)
+            .with_eta(eta)
+            .with_fast_react(fast)
+            .with_current_floor(floor))
+    }
+
+    /// Floor the current λ at `share` of the hop's rate (the authors' ns-3
+    /// code: 0.5), so a draining queue keeps the power up until it is gone.
+    pub fn with_current_floor(mut self, share: f64) -> Self {
+        self.current_floor = share;
+        self
+    }
+
+    /// React on every ACK (the authors' ns-3 code), not once per RTT.
+    pub fn with_fast_react(mut self, on: bool) -> Self {
+        self.fast_react = on;
+        self
     }
 
     /// A target utilisation η below 1: the window follows Γ/η, leaving
@@ -170,6 +209,9 @@ impl PowerTcp {
         let bdp = self.host_bdp().unwrap_or(self.init_window).max(self.mss);
         if first || self.cwnd > bdp {
             self.set_cwnd(bdp);
+        }
+        if first || self.wc > bdp {
+            self.wc = bdp;
         }
     }
 
@@ -219,7 +261,7 @@ impl PowerTcp {
             let q = h.qlen_bytes as f64;
             let q_dot = (q - p.qlen_bytes as f64) / dt;
             let mu = h.tx_bytes_since(&p) as f64 / dt;
-            let lambda = (q_dot + mu).max(0.0);
+            let lambda = (q_dot + mu).max(self.current_floor * b);
             let norm = lambda * (q + b * tau) / (b * b * tau);
             if best.is_none_or(|(bn, _)| norm > bn) {
                 best = Some((norm, dt_ns));
@@ -228,15 +270,32 @@ impl PowerTcp {
         best
     }
 
-    /// Algorithm 1, UPDATEWINDOW, for the ACK whose newest byte is `pos`.
-    fn update_window(&mut self, pos: u64) {
+    /// Algorithm 1, UPDATEWINDOW, for the ACK whose newest byte is `pos`:
+    /// the window from the one its data was sent under, or from Wc with
+    /// fast reaction.
+    fn set_window(&mut self, pos: u64) {
         let (Some(power), Some(bdp)) = (self.power, self.host_bdp()) else { return };
-        let old = self.cwnd_at(pos);
+        let (old, last) = if self.fast_react { (self.wc, self.wc) } else { (self.cwnd_at(pos), self.cwnd) };
         let beta = self.beta_bytes();
         let power = power / self.eta;
-        let cwnd = self.gamma * (old / power.max(MIN_POWER) + beta) + (1.0 - self.gamma) * self.cwnd;
+        let cwnd = self.gamma * (old / power.max(MIN_POWER) + beta) + (1.0 - self.gamma) * last;
         self.set_cwnd(cwnd.clamp(self.mss, bdp.max(self.mss)));
-        self.updates += 1;
+    }
+
+    /// One ACK's step: the per-RTT update when this ACK covers data sent
+    /// after the previous one (its window becomes Wc), else, with fast
+    /// reaction, a window from Wc.
+    fn step(&mut self, pos: u64) {
+        if self.round.fresh() {
+            self.round.start();
+        } else if self.round.passed() && self.power.is_some() {
+            self.set_window(pos);
+            self.wc = self.cwnd;
+            self.updates += 1;
+            self.round.start();
+        } else if self.fast_react && self.power.is_some() {
+            self.set_window(pos);
+        }
     }
 
     pub fn cwnd(&self) -> f64 {
@@ -275,12 +334,7 @@ impl CongestionControl for PowerTcp {
                 if let Some((norm, dt)) = self.hop_power(&s.int_hops, tau) {
                     self.smooth(norm, dt, tau);
                 }
-                if self.round.fresh() {
-                    self.round.start();
-                } else if self.round.passed() && self.power.is_some() {
-                    self.update_window(pos);
-                    self.round.start();
-                }
+                self.step(pos);
             }
             Variant::Theta => {
                 let Some(rtt) = s.rtt_ns.filter(|&r| r > 0).map(|r| r as f64) else { return };
@@ -288,15 +342,11 @@ impl CongestionControl for PowerTcp {
                     // Algorithm 2, NORMPOWER: Γ = (θ̇ + 1)·θ/τ.
                     let dt = s.now_ns.saturating_sub(t_prev).max(1) as f64;
                     let grad = (rtt - prev_rtt) / dt;
-                    self.smooth((grad + 1.0).max(0.0) * rtt / tau, dt, tau);
+                    // The current θ̇ + 1 is in units of the line rate.
+                    self.smooth((grad + 1.0).max(self.current_floor) * rtt / tau, dt, tau);
                 }
                 self.prev_rtt_ns = Some((rtt, s.now_ns));
-                if self.round.fresh() {
-                    self.round.start();
-                } else if self.round.passed() && self.power.is_some() {
-                    self.update_window(pos);
-                    self.round.start();
-                }
+                self.step(pos);
             }
         }
     }
@@ -428,6 +478,62 @@ mod tests {
         }
         assert!(close(p.cwnd(), cwnd));
         assert_eq!(p.state()["updates"], 1.0);
+    }
+
+    /// The current's floor (the authors' ns-3 code, `UpdateRatePower`:
+    /// A ≥ B/2): a queue draining at line rate with nothing arriving has
+    /// λ = 0 and Γ = 0 by Algorithm 1; floored at B/2, Γ = (B/2)·(q + B·τ)/(B²·τ),
+    /// here with q = B·τ: 1.
+    #[test]
+    fn current_floor_keeps_a_draining_queue_powered() {
+        for (floor, want) in [(0.0, 0.0), (0.5, 1.0)] {
+            let mut p = power(Variant::Int).with_current_floor(floor);
+            p.on_send(0, 1_000);
+            p.on_ack(&ack(vec![hop(1, 25_000, 0, 0)]));
+            // Over 10 µs the queue fell by 12 500 B while 12 500 B left.
+            p.on_ack(&ack(vec![hop(1, 12_500, 12_500, 10_000)]));
+            assert!(close(p.state()["norm_power_sample"], want), "floor {floor}");
+        }
+        let path = PathInfo { mss: 1000, line_rate_bps: Some(B), init_cwnd_pkts: 10 };
+        let bad = [("current_floor".to_string(), "2".to_string())];
+        assert!(crate::registry::by_name("powertcp", &bad, &path).is_err());
+    }
+
+    /// Fast reaction (the authors' ns-3 code: `RdmaHw::HandleAckHp` calls
+    /// `FastReactPower` on ACKs before the RTT's update): every ACK with
+    /// power sets cwnd = γ·(Wc/Γ_smooth + β) + (1 − γ)·Wc, Wc the window
+    /// of the last per-RTT update (B·τ before the first); the update
+    /// itself does the same and makes its window the new Wc.
+    #[test]
+    fn fast_react_moves_the_window_on_every_ack_from_wc() {
+        let mut p = power(Variant::Int).with_fast_react(true);
+        p.on_send(0, 10_000);
+        p.on_ack(&ack(vec![hop(1, 0, 0, 0)]));
+        // Γ = 2.2 (as above) within the first RTT: the window moves now.
+        p.on_ack(&ack(vec![hop(1, 1_250, 1_250, 1_000)]));
+        assert!(close(p.cwnd(), 0.9 * (BDP / 2.2 + BETA) + 0.1 * BDP));
+        // Γ = 1.1 over 1 µs: Γ_smooth = (2.2·9 + 1.1)/10 = 2.09, from Wc = B·τ
+        // again, not from the window the previous ACK set.
+        p.on_ack(&ack(vec![hop(1, 1_250, 2_500, 2_000)]));
+        assert!(close(p.cwnd(), 0.9 * (BDP / 2.09 + BETA) + 0.1 * BDP));
+        assert_eq!(p.state()["updates"], 0.0);
+        for i in 1..8u32 {
+            p.on_ack(&ack(vec![hop(1, 1_250, 1_250 * (i + 2), 1_000 * (u64::from(i) + 2))]));
+        }
+        // The per-RTT update: the same window as without fast reaction.
+        p.on_send(0, 5_000);
+        p.on_ack(&ack(vec![hop(1, 1_250, 12_500, 10_000)]));
+        let g = 1.1 + 1.1 * 0.9f64.powi(9);
+        let wc = 0.9 * (BDP / g + BETA) + 0.1 * BDP;
+        assert!(close(p.cwnd(), wc));
+        assert_eq!(p.state()["updates"], 1.0);
+        // The next ACK reacts from the new Wc.
+        p.on_ack(&ack(vec![hop(1, 1_250, 13_750, 11_000)]));
+        let g2 = (g * 9.0 + 1.1) / 10.0;
+        assert!(close(p.cwnd(), 0.9 * (wc / g2 + BETA) + 0.1 * wc));
+        let path = PathInfo { mss: 1000, line_rate_bps: Some(B), init_cwnd_pkts: 10 };
+        let bad = [("fast_react".to_string(), "2".to_string())];
+        assert!(crate::registry::by_name("powertcp", &bad, &path).is_err());
     }
 
     /// η (the authors' ns-3 code, `UpdateRatePower`: max_c = u/η, as in

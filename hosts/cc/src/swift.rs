@@ -219,6 +219,9 @@ impl CongestionControl for Swift {
         let rtt = self.rtt_ns.unwrap_or(self.p.base_target_ns).max(1.0);
         Some(((self.cwnd * self.mss * 8.0 * 1e9 / rtt) as u64).max(1))
     }
+    fn target_delay_ns(&self) -> Option<u64> {
+        Some(self.target_ns as u64)
+    }
     fn state(&self) -> BTreeMap<&'static str, f64> {
         let mut m = BTreeMap::new();
         m.insert("cwnd_pkts", self.cwnd);

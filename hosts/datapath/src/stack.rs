@@ -292,7 +292,7 @@ impl SenderStack {
         }
         if let Some(rtt) = out.rtt_ns {
             if self.logger.want_rtt() {
-                self.logger.rtt(id, t_unix, rtt, out.qdepth_pkts, out.cwnd_bytes, out.rate_bps, out.inflight)?;
+                self.logger.rtt(id, t_unix, rtt, out.qdepth_pkts, out.cwnd_bytes, out.rate_bps, out.inflight, out.target_delay_ns)?;
                 if self.logger.has_hops() && !ack.hops.is_empty() {
                     let h: Vec<_> = ack
                         .hops

@@ -470,7 +470,7 @@ pub fn run_sender(
                     rep.bytes_acked += r.rec.bytes_acked;
                     for (t, rtt, cwnd, pace, infl) in &r.rtts {
                         if logger.want_rtt() {
-                            logger.rtt(r.rec.flow_id, *t, *rtt, None, Some(*cwnd), Some(*pace), *infl)?;
+                            logger.rtt(r.rec.flow_id, *t, *rtt, None, Some(*cwnd), Some(*pace), *infl, None)?;
                         }
                     }
                     logger.flow(&r.rec, &r.series)?;

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 pub const FLOWS_HEADER: &str = "flow_id,workload,round,datapath,cc,src,dst,size_bytes,start_unix_ns,end_unix_ns,fct_ns,bytes_acked,status,reason,pkts_sent,retx_pkts,rto_count,loss_events,ce_bytes,rtt_samples,mean_rtt_ns,min_rtt_ns,max_qdepth_pkts,ecn";
 pub const TPUT_HEADER: &str = "flow_id,bin_start_unix_ns,bin_ns,bytes,mbps";
-pub const RTT_HEADER: &str = "flow_id,t_unix_ns,rtt_ns,qdepth_pkts,cwnd_bytes,pacing_bps,inflight_bytes";
+pub const RTT_HEADER: &str = "flow_id,t_unix_ns,rtt_ns,qdepth_pkts,cwnd_bytes,pacing_bps,inflight_bytes,target_delay_ns";
 pub const HOPS_HEADER: &str = "flow_id,t_unix_ns,hop,switch_id,egress_port,enq_qdepth,deq_timedelta_us,egress_ts_us";
 
 #[derive(Debug, thiserror::Error)]
@@ -197,10 +197,22 @@ impl FlowLogger {
         cwnd: Option<u64>,
         pacing: Option<u64>,
         inflight: u64,
+        target_delay: Option<u64>,
     ) -> Result<(), LogError> {
         let e = self.e("rtt.csv");
-        writeln!(self.rtt, "{},{},{},{},{},{},{}", flow_id, t_unix_ns, rtt_ns, opt(qdepth), opt(cwnd), opt(pacing), inflight)
-            .map_err(e)
+        writeln!(
+            self.rtt,
+            "{},{},{},{},{},{},{},{}",
+            flow_id,
+            t_unix_ns,
+            rtt_ns,
+            opt(qdepth),
+            opt(cwnd),
+            opt(pacing),
+            inflight,
+            opt(target_delay)
+        )
+        .map_err(e)
     }
 
     /// (switch_id, egress_port, enq_qdepth, deq_timedelta_us, egress_ts_us) per hop, newest first.
@@ -287,7 +299,7 @@ mod tests {
             ..Default::default()
         };
         l.flow(&r, &s).unwrap();
-        l.rtt(3, 20_500_000, 100_000, Some(4), Some(14000), None, 1000).unwrap();
+        l.rtt(3, 20_500_000, 100_000, Some(4), Some(14000), None, 1000, Some(30_000)).unwrap();
         l.hops(3, 20_500_000, &[(1, 2, 3, 4, 5)]).unwrap();
         l.flush().unwrap();
         let flows = std::fs::read_to_string(dir.join("flows.csv")).unwrap();
@@ -298,7 +310,7 @@ mod tests {
         let tput = std::fs::read_to_string(dir.join("tput.csv")).unwrap();
         assert_eq!(tput.lines().nth(1), Some("3,20000000,10000000,1250,1.000"));
         let rtt = std::fs::read_to_string(dir.join("rtt.csv")).unwrap();
-        assert_eq!(rtt.lines().nth(1), Some("3,20500000,100000,4,14000,,1000"));
+        assert_eq!(rtt.lines().nth(1), Some("3,20500000,100000,4,14000,,1000,30000"));
         let hops = std::fs::read_to_string(dir.join("hops.csv")).unwrap();
         assert_eq!(hops.lines().nth(1), Some("3,20500000,0,1,2,3,4,5"));
         let _ = std::fs::remove_dir_all(&dir);

@@ -237,6 +237,8 @@ pub struct AckOutcome {
     pub newly_lost: u64,
     pub cwnd_bytes: Option<u64>,
     pub rate_bps: Option<u64>,
+    /// The algorithm's delay target after the ACK, if it has one.
+    pub target_delay_ns: Option<u64>,
     pub inflight: u64,
     pub completed: bool,
 }
@@ -864,6 +866,7 @@ impl FlowSender {
         out.newly_lost = lost;
         out.cwnd_bytes = self.cc.cwnd_bytes();
         out.rate_bps = self.pacing_rate();
+        out.target_delay_ns = self.cc.target_delay_ns();
         out.inflight = self.inflight;
         out
     }
