@@ -111,6 +111,8 @@ def command(a: Agent, ip, out: Path, start_unix_ns: int, rt_prio: int | None = N
         args += [x for k, v in a.cc_params.items() for x in ("--cc-param", f"{k}={v}")]
         if a.line_rate_bps:
             args += ["--line-rate-mbps", _num(a.line_rate_bps / 1e6)]
+        if a.nic_rate_bps:
+            args += ["--nic-rate-mbps", _num(a.nic_rate_bps / 1e6)]
         if a.init_cwnd_pkts:
             args += ["--init-cwnd", str(a.init_cwnd_pkts)]
         if not a.ecn:

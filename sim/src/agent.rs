@@ -56,11 +56,21 @@ pub struct Out {
 /// tenth of the simulator's instructions at 10 Gb/s). The buffer only
 /// grows: bytes past `used` are left from earlier events and are not
 /// zeroed again for every slot (as a socket batch's buffers are not).
-#[derive(Default)]
 pub struct Outgoing {
     pub list: Vec<Out>,
     data: Vec<u8>,
     used: usize,
+    /// Packets the host's NIC takes from a sender that arbitrates in this
+    /// event (the world sets it before each poll), and when it next has
+    /// room once those are used.
+    pub nic_room: usize,
+    pub nic_room_at: u64,
+}
+
+impl Default for Outgoing {
+    fn default() -> Self {
+        Outgoing { list: Vec::new(), data: Vec::new(), used: 0, nic_room: usize::MAX, nic_room_at: 0 }
+    }
 }
 
 impl Outgoing {
@@ -111,6 +121,12 @@ impl TxSink for Outbox<'_> {
     }
     fn is_full(&self) -> bool {
         false
+    }
+    fn nic_has_room(&self) -> bool {
+        self.out.list.len() < self.out.nic_room
+    }
+    fn nic_room_at(&self) -> Option<u64> {
+        Some(self.out.nic_room_at)
     }
     fn flush(&mut self) -> Result<(u64, usize), datapath::DatapathError> {
         Ok((self.now, 0))
@@ -341,6 +357,7 @@ impl Agent {
                     cc_label: label,
                     max_burst: 16,
                     datapath: if spec.datapath == "kernel" { "sim-tcp-model".into() } else { "sim-udp".into() },
+                    nic_rate_bps: spec.nic_rate_bps,
                 };
                 let src = SocketAddrV4::new(my_ip, port).to_string();
                 let src2 = src.clone();

@@ -138,6 +138,10 @@ pub struct Agent {
     /// Receivers: the CNP interval of DCQCN's notification point, µs (0: the paper's 50).
     #[serde(default)]
     pub cnp_interval_us: f64,
+    /// User-space senders: the host's link rate at which the stack
+    /// arbitrates its flows (None: no arbitration).
+    #[serde(default)]
+    pub nic_rate_bps: Option<u64>,
     /// Receivers: acknowledge every N-th in-order packet (1: every packet).
     #[serde(default = "one_u32")]
     pub ack_every: u32,

@@ -78,6 +78,8 @@ pub struct SimHost {
     rate_bps: Option<u64>,
     nic: VecDeque<Vec<u8>>,
     nic_busy: bool,
+    /// When the frame the NIC is sending is done (while `nic_busy`).
+    nic_done_at: u64,
     /// The NIC's last frame really ended this far before the whole
     /// nanosecond it is done at, in ns × bit/s (as a switch port's link:
     /// ports::queue), so back-to-back frames leave at exactly the line rate.
@@ -254,6 +256,7 @@ impl World {
                 rate_bps: rate,
                 nic: VecDeque::new(),
                 nic_busy: false,
+                nic_done_at: 0,
                 nic_short_nb: 0,
                 nic_drops: 0,
                 rx_drops: 0,
@@ -408,6 +411,7 @@ impl World {
                 host.nic_busy = true;
                 host.nic_short_nb = 0;
                 let end = Self::nic_end(host, t, len);
+                host.nic_done_at = end;
                 self.push(end, Ev::NicDone(h));
             }
         }
@@ -423,6 +427,11 @@ impl World {
 
     fn poll_agent(&mut self, h: usize, a: usize) -> Result<(), SimError> {
         let t = self.now;
+        // A sender that arbitrates may fill the NIC's queue to a few frames
+        // (the rest wait in the stack), and learns when a frame leaves.
+        let host = &self.hosts[h];
+        self.out.nic_room = datapath::nic::BACKLOG_FRAMES as usize - host.nic.len().min(datapath::nic::BACKLOG_FRAMES as usize);
+        self.out.nic_room_at = if host.nic_busy { host.nic_done_at } else { t };
         let ag = &mut self.hosts[h].agents[a];
         let was_done = ag.is_sender_done();
         let next = ag.poll(t, &mut self.out)?;
@@ -513,6 +522,7 @@ impl World {
                 match host.nic.front().map(|f| f.len()) {
                     Some(len) => {
                         let end = Self::nic_end(host, t, len);
+                        host.nic_done_at = end;
                         self.push(end, Ev::NicDone(h));
                     }
                     None => host.nic_busy = false,

@@ -401,6 +401,12 @@ class Agent:
     #: many µs (0: p4cc's 500 µs; Linux's floor is 40 ms, TCP_DELACK_MIN)
     ack_every: int = 1
     delayed_ack_us: float = 0.0
+    #: user-space senders: the host's link rate, at which the sender stack
+    #: arbitrates its flows as an RDMA NIC does — one packet of each in
+    #: turn, never more than the link carries — where without it every
+    #: flow sends when its own window and pacer allow and the host's
+    #: transmit queue drops what overflows (docs/transport.md)
+    nic_rate_bps: int | None = None
     #: an external agent's command line (argv); ``{dst}``, ``{self}`` (IP
     #: addresses), ``{start}``, ``{stop}``, ``{duration}`` (s), ``{rate_mbps}``
     #: and ``{out}`` (its folder) are filled in
@@ -459,6 +465,11 @@ class Agent:
                                                     or self.datapath != "user"):
                 _fail(f"{where}.{name}", "only a user-space receiver's ACK policy is p4cc's to "
                       "set (kernel TCP's is the kernel's)")
+        if self.nic_rate_bps is not None:
+            _num(self.nic_rate_bps, f"{where}.nic_rate_bps", 1e3, 1e13, integer=True)
+            if self.role != "sender" or self.datapath != "user":
+                _fail(f"{where}.nic_rate_bps", "only a user-space sender's flows are p4cc's to "
+                      "arbitrate")
         if self.datapath == "external":
             self._check_external(where)
         elif self.command:

@@ -27,6 +27,7 @@ from ..blocks import cc_label
 from ..experiment import Experiment
 from ..params import Param, fraction, rate_bps, seconds, str_list
 from ..verdicts import RATE, fmt, verdict
+from .dc_fct_reference import ratio_text, reference
 from .int_incast import cc_params as int_cc_params
 from .int_incast import cnp_interval_us
 from .int_incast import profile
@@ -184,7 +185,8 @@ class DcFct(Experiment):
                                           link_bps=int(p["rate"]), sizes=Sizes(cdf=cdf),
                                           duration_s=arrivals, pattern=p["pattern"]),
                         flow_id_base=1 + i * ID_STRIDE, seed=p["seed"] * 1000 + i,
-                        line_rate_bps=int(p["rate"]), rtt_every=1000))
+                        line_rate_bps=int(p["rate"]), rtt_every=1000,
+                        nic_rate_bps=int(p["rate"])))
                     if incast and p["incast_share"] > 0:
                         agents.append(Agent(
                             h, "sender", datapath="user", cc=cc, cc_params=dict(params),
@@ -196,7 +198,7 @@ class DcFct(Experiment):
                                               duration_s=arrivals),
                             flow_id_base=1 + i * ID_STRIDE + INCAST_ID_OFFSET,
                             seed=p["seed"] * 1000 + 500 + i, line_rate_bps=int(p["rate"]),
-                            out=f"{h}-incast", rtt_every=1000))
+                            out=f"{h}-incast", rtt_every=1000, nic_rate_bps=int(p["rate"])))
                 out.append(blocks.arm(
                     f"{sc}-{cc}", f"{cc_label(cc)}, {sc}", topo, agents, arrivals,
                     min(window / 10, 1.0), port_towards(topo, hosts[0]),
@@ -260,6 +262,10 @@ class DcFct(Experiment):
                     if isinstance(v, dict) and v.get("scenario") == sc}
             if not arms:
                 continue
+            ref = reference(p, sc)
+            for cc, v in arms.items():
+                if cc in ref:
+                    v["reference"] = ref[cc]
             worst = min(arms.values(), key=lambda v: v["completed"] / max(1, v["flows"]))
             frac = worst["completed"] / max(1, worst["flows"])
             verdicts.append(verdict(
@@ -278,7 +284,9 @@ class DcFct(Experiment):
                     f"{sc}: HPCC's short flows (< 100 KB) p{SHORT_PCT} slowdown below "
                     f"{cc_label(other)}'s (HPCC / {cc_label(other)}; {fmt(a)} vs {fmt(b)})",
                     ratio, ratio < 1.0, "< 1 (HPCC lower)", "< 1",
-                    "HPCC (SIGCOMM 2019) §5.3, Fig. 11", RATE, [f"{sc}-hpcc", f"{sc}-{other}"]))
+                    "HPCC (SIGCOMM 2019) §5.3, Fig. 11"
+                    + ratio_text(ref, ("hpcc", f"small_p{SHORT_PCT}"), (other, f"small_p{SHORT_PCT}")),
+                    RATE, [f"{sc}-hpcc", f"{sc}-{other}"]))
             d = arms.get("dctcp")
             if h and d:
                 a, b = cls(h, "large", "p50"), cls(d, "large", "p50")
@@ -288,7 +296,8 @@ class DcFct(Experiment):
                     f"DCTCP's (HPCC / DCTCP; {fmt(a)} vs {fmt(b)})", ratio,
                     ratio <= LONG_VS_DCTCP, "≈ 1 (a few % above: HPCC-INT's ~5 % header "
                     "overhead)", f"≤ {LONG_VS_DCTCP:g}",
-                    "HPCC (SIGCOMM 2019) §5.3, Fig. 11; hpcc-group.github.io/results.html",
+                    "HPCC (SIGCOMM 2019) §5.3, Fig. 11; hpcc-group.github.io/results.html"
+                    + ratio_text(ref, ("hpcc", "large_p50"), ("dctcp", "large_p50")),
                     RATE, [f"{sc}-hpcc", f"{sc}-dctcp"]))
             pw = arms.get("powertcp")
             if h and pw:
@@ -298,7 +307,9 @@ class DcFct(Experiment):
                     f"{sc}: PowerTCP's short flows (< 100 KB) p99 slowdown at or below HPCC's "
                     f"(PowerTCP / HPCC; {fmt(a)} vs {fmt(b)})", ratio, ratio <= POWER_VS_HPCC,
                     "≤ 1 (at or below HPCC's)", f"≤ {POWER_VS_HPCC:g}",
-                    "PowerTCP (NSDI 2022) §5 (FCT of short flows)", RATE, [f"{sc}-powertcp", f"{sc}-hpcc"]))
+                    "PowerTCP (NSDI 2022) §5 (FCT of short flows)"
+                    + ratio_text(ref, ("powertcp", "small_p99"), ("hpcc", "small_p99")),
+                    RATE, [f"{sc}-powertcp", f"{sc}-hpcc"]))
         return summary, verdicts
 
     def plot(self, p, results, summary, outdir):

@@ -7,8 +7,10 @@
 //! * [`bpf`]: registering the project's BPF DCTCP (struct_ops) with the
 //!   kernel through bpftool.
 //! * [`sys`]: the socket syscalls; [`clock`]: run clock and unix time.
+//! * [`nic`]: a NIC arbitrating a host's flows at its link rate.
 
 pub mod bpf;
+pub mod nic;
 pub mod stack;
 pub mod clock;
 pub mod sys;

@@ -8,6 +8,7 @@
 //! Times are nanoseconds on the caller's clock; `unix_offset` maps them to
 //! the unix time written in the logs.
 
+use crate::nic::NicArbiter;
 use crate::{CcFactory, DatapathError};
 use std::collections::HashMap;
 use std::fs::File;
@@ -84,6 +85,16 @@ pub trait TxSink {
     /// The datagram in `slot()[..len]` is for `dst`.
     fn commit(&mut self, len: usize, dst: SocketAddrV4);
     fn is_full(&self) -> bool;
+    /// Whether the host's NIC takes another packet now: a simulated NIC
+    /// that arbitrates can tell from its queue, shared by every agent of
+    /// the host; a socket cannot (default: yes).
+    fn nic_has_room(&self) -> bool {
+        true
+    }
+    /// When the NIC will next have room, if it can tell.
+    fn nic_room_at(&self) -> Option<u64> {
+        None
+    }
     /// Sends what was committed; returns when it went out (the caller's
     /// clock) and how many datagrams were dropped locally.
     fn flush(&mut self) -> Result<(u64, usize), DatapathError>;
@@ -112,6 +123,11 @@ pub struct SenderStackOptions {
     pub max_burst: usize,
     /// Datapath name in flows.csv.
     pub datapath: String,
+    /// The host's link rate, when its NIC arbitrates the flows (one packet
+    /// of each in turn, never more than the link carries: [`NicArbiter`]);
+    /// None: each flow sends when its window and pacer allow, and a shared
+    /// transmit queue below may overflow.
+    pub nic_rate_bps: Option<u64>,
 }
 
 /// The flows of one sending agent.
@@ -128,6 +144,10 @@ pub struct SenderStack {
     pending: Vec<(usize, Option<u64>)>,
     gaps: GapStats,
     rr: usize,
+    nic: Option<NicArbiter>,
+    /// The last `transmit` stopped because the NIC had no room; it has
+    /// room again at this time.
+    nic_waiting: Option<u64>,
     /// The lists of the last ACK parsed, reused by the next.
     ack_spare: wire::AckLists,
     pub report: SenderReport,
@@ -144,6 +164,7 @@ impl SenderStack {
         src_of: Box<dyn FnMut(SocketAddrV4) -> String + Send>,
     ) -> SenderStack {
         SenderStack {
+            nic: opts.nic_rate_bps.map(NicArbiter::new),
             opts,
             workload,
             make_cc,
@@ -155,6 +176,7 @@ impl SenderStack {
             pending: Vec::with_capacity(32),
             gaps: GapStats::new(2_000_000),
             rr: 0,
+            nic_waiting: None,
             ack_spare: wire::AckLists::default(),
             report: SenderReport { src, wake_late: Lateness::new(1_000_000), ..Default::default() },
         }
@@ -336,21 +358,40 @@ impl SenderStack {
     /// `max_burst` packets each per round) into `sink`; `now` reads the
     /// caller's clock (real time moves while a batch is written). Returns
     /// whether anything was sent.
+    /// With a NIC that arbitrates, each flow sends one packet per round
+    /// and the round stops when the NIC has no room (the stack's own
+    /// account of the link, or the sink's NIC queue where it can tell); the
+    /// flow it stopped at goes first next time.
     pub fn transmit(&mut self, now: &dyn Fn() -> u64, sink: &mut dyn TxSink) -> Result<bool, DatapathError> {
         let mut sent_any = false;
         let nf = self.flows.len();
-        for k in 0..nf {
+        let burst = if self.nic.is_some() { 1 } else { self.opts.max_burst };
+        self.nic_waiting = None;
+        'flows: for k in 0..nf {
             let i = (self.rr + k) % nf;
-            for _ in 0..self.opts.max_burst {
+            for _ in 0..burst {
                 if sink.is_full() {
                     let (t, d) = sink.flush()?;
                     self.sent(t, d);
                 }
                 let t = now();
+                let nic_full = match &self.nic {
+                    Some(n) if !n.may_send(t) => Some(n.ready_at()),
+                    Some(_) if !sink.nic_has_room() => Some(sink.nic_room_at().unwrap_or(t + 1)),
+                    _ => None,
+                };
+                if let Some(at) = nic_full {
+                    self.nic_waiting = Some(at.max(t + 1));
+                    self.rr = i;
+                    break 'flows;
+                }
                 let a = &mut self.flows[i];
                 match a.sender.poll_transmit(t, sink.slot()) {
                     Transmit::Packet(info) => {
                         sink.commit(info.len, a.dst);
+                        if let Some(n) = self.nic.as_mut() {
+                            n.charge(t, info.len);
+                        }
                         self.pending.push((i, info.paced_gap_ns));
                         if info.retransmission {
                             self.report.retx_pkts += 1;
@@ -365,7 +406,9 @@ impl SenderStack {
                 }
             }
         }
-        self.rr = self.rr.wrapping_add(1);
+        if self.nic_waiting.is_none() {
+            self.rr = self.rr.wrapping_add(1);
+        }
         if !self.pending.is_empty() {
             let (t, d) = sink.flush()?;
             self.sent(t, d);
@@ -408,8 +451,17 @@ impl SenderStack {
     pub fn next_wakeup(&self) -> Option<u64> {
         let mut wake: Option<u64> = self.workload.next_start_ns();
         let mut min = |w: u64| wake = Some(wake.map_or(w, |x| x.min(w)));
+        // A NIC with no room holds every flow's next packet until it has.
+        let nic_ready = self.nic_waiting;
+        if let Some(r) = nic_ready {
+            min(r);
+        }
         for a in &self.flows {
-            if let Some(w) = a.sender.wakeup(&a.last) {
+            let w = match (&a.last, nic_ready) {
+                (Transmit::Paced(at), Some(r)) => Some(a.sender.next_timer().map_or((*at).max(r), |t| t.min((*at).max(r)))),
+                _ => a.sender.wakeup(&a.last),
+            };
+            if let Some(w) = w {
                 min(w);
             }
             if !a.stopped {

@@ -40,6 +40,9 @@ pub struct UdpSenderOptions {
     /// Run the loop as SCHED_FIFO at this priority (precise pacing on a
     /// loaded machine; needs root / CAP_SYS_NICE).
     pub rt_prio: Option<i32>,
+    /// The host's link rate, when the stack arbitrates its flows as an RDMA
+    /// NIC does (`SenderStackOptions::nic_rate_bps`).
+    pub nic_rate_bps: Option<u64>,
 }
 
 impl Default for UdpSenderOptions {
@@ -54,6 +57,7 @@ impl Default for UdpSenderOptions {
             sock_buf: 8 << 20,
             end_ns: None,
             rt_prio: None,
+            nic_rate_bps: None,
         }
     }
 }
@@ -131,6 +135,7 @@ pub fn run_sender(
         cc_label: opts.cc_label.clone(),
         max_burst: opts.max_burst,
         datapath: "udp".into(),
+        nic_rate_bps: opts.nic_rate_bps,
     };
     let mut stack = SenderStack::new(stack_opts, workload, make_cc, logger, clock.unix(0), local.to_string(), Box::new(src_of));
     let mut rb = RecvBatch::new(64);

@@ -161,6 +161,11 @@ struct SendOpts {
     /// udp: bottleneck rate given to the algorithm (PathInfo.line_rate_bps).
     #[arg(long)]
     line_rate_mbps: Option<f64>,
+    /// udp: the host's link rate in Mb/s, at which the stack arbitrates its
+    /// flows as an RDMA NIC does (one packet of each in turn, no more than
+    /// the link carries) instead of letting them overflow the qdisc.
+    #[arg(long)]
+    nic_rate_mbps: Option<f64>,
     /// udp: initial window in packets (PathInfo.init_cwnd_pkts).
     #[arg(long, default_value_t = 10)]
     init_cwnd: u32,
@@ -642,6 +647,7 @@ fn run_gen(datapath: DatapathKind, start_at: Option<u64>, start_in_ms: f64, opts
                 spin_ns: opts.spin_us * 1000,
                 end_ns,
                 rt_prio: opts.rt_prio,
+                nic_rate_bps: opts.nic_rate_mbps.filter(|m| *m > 0.0).map(|m| (m * 1e6) as u64),
                 ..Default::default()
             };
             let rep = udp::run_sender(&uopts, workload, Box::new(make), logger, &clock, &stop)?;
