@@ -69,6 +69,7 @@ bench: setup
 	P4CC_PYTHON=$(PWD)/$(PY) bash switch/bench/bench.sh
 	bash hosts/bench/veth_bench.sh
 	$(PY) sim/bench/bench.py
+	$(PY) sim/bench/fabric_bench.py
 	$(PY) experiments/bench/fidelity_bench.py
 	$(PY) experiments/bench/sweep_bench.py
 

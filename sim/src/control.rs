@@ -39,9 +39,15 @@ fn cpu_seconds() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
-/// The process's peak resident memory, KiB (for the benchmark).
+/// The process's peak resident memory, KiB (for the benchmark): VmHWM,
+/// this program's own high-water mark. `ru_maxrss` survives execve, so a
+/// simulator started by a larger process (the Python runner, hundreds of
+/// MB after an analysis) would report its parent's peak.
 fn maxrss_kb() -> u64 {
-    rusage().map_or(0, |ru| ru.ru_maxrss.max(0) as u64)
+    let hwm = std::fs::read_to_string("/proc/self/status").ok().and_then(|s| {
+        s.lines().find_map(|l| l.strip_prefix("VmHWM:")?.trim().strip_suffix("kB")?.trim().parse().ok())
+    });
+    hwm.unwrap_or_else(|| rusage().map_or(0, |ru| ru.ru_maxrss.max(0) as u64))
 }
 
 fn secs_to_ns(s: f64) -> u64 {
