@@ -102,6 +102,9 @@ class DcFct(Experiment):
               "times)", float, 0, 1e6),
         Param("sample", 101, "postcard 1-in-N sampling (the ToR queue towards the first host)",
               int, 1, 10**6),
+        Param("nic_arbitration", 1, "1: each host serves its flows in turn at its link rate, as "
+              "an RDMA NIC does (docs/transport.md); 0: every flow sends when its own window "
+              "and pacer allow, and the host's transmit queue drops what overflows", int, 0, 1),
         Param("seed", 1, "random seed (arrivals, sizes, destinations, incast events)", int),
     ]
 
@@ -174,6 +177,7 @@ class DcFct(Experiment):
                 partner = derangement(hosts, p["seed"] * 7919 + si) if p["pattern"] == "pairs" \
                     else None
                 params = self.cc_params(cp, cc)
+                nic = int(p["rate"]) if p["nic_arbitration"] else None
                 agents: list[Agent] = []
                 for i, h in enumerate(hosts):
                     agents.append(Agent(h, "receiver", datapath="user", out=f"{h}-rx",
@@ -186,7 +190,7 @@ class DcFct(Experiment):
                                           duration_s=arrivals, pattern=p["pattern"]),
                         flow_id_base=1 + i * ID_STRIDE, seed=p["seed"] * 1000 + i,
                         line_rate_bps=int(p["rate"]), rtt_every=1000,
-                        nic_rate_bps=int(p["rate"])))
+                        nic_rate_bps=nic))
                     if incast and p["incast_share"] > 0:
                         agents.append(Agent(
                             h, "sender", datapath="user", cc=cc, cc_params=dict(params),
@@ -198,7 +202,7 @@ class DcFct(Experiment):
                                               duration_s=arrivals),
                             flow_id_base=1 + i * ID_STRIDE + INCAST_ID_OFFSET,
                             seed=p["seed"] * 1000 + 500 + i, line_rate_bps=int(p["rate"]),
-                            out=f"{h}-incast", rtt_every=1000, nic_rate_bps=int(p["rate"])))
+                            out=f"{h}-incast", rtt_every=1000, nic_rate_bps=nic))
                 out.append(blocks.arm(
                     f"{sc}-{cc}", f"{cc_label(cc)}, {sc}", topo, agents, arrivals,
                     min(window / 10, 1.0), port_towards(topo, hosts[0]),

@@ -392,7 +392,11 @@ impl SenderStack {
                         if let Some(n) = self.nic.as_mut() {
                             n.charge(t, info.len);
                         }
-                        self.pending.push((i, info.paced_gap_ns));
+                        // Behind an arbitrating NIC a flow's gaps are the
+                        // NIC's share, not its pacer's: the loop's timing
+                        // is judged by its wake-up lateness alone.
+                        let gap = if self.nic.is_some() { None } else { info.paced_gap_ns };
+                        self.pending.push((i, gap));
                         if info.retransmission {
                             self.report.retx_pkts += 1;
                         }
