@@ -86,6 +86,24 @@ def _write_json(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
+def claim_token(outdir: Path, proposed: str) -> str:
+    """The folder's token, set once: the first sweep over the folder links
+    its ``proposed`` one into place (a hard link fails where a file is, so
+    of two sweeps started together exactly one wins), every other takes
+    it. Read from sweep.json and written after it, two sweeps started at
+    once each kept its own and the loser's runs found another's token."""
+    path = outdir / "sweep.token"
+    tmp = outdir / f".sweep.token.{uuid.uuid4().hex[:8]}"
+    tmp.write_text(proposed)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink()
+    return path.read_text().strip() or proposed
+
+
 def prepare_out(outdir: Path, request: dict, points: list[Point]) -> str:
     """Writes sweep.json (keeping the folder's token, so that tasks of a
     sweep still running over the same folder keep finding it); returns
@@ -100,6 +118,7 @@ def prepare_out(outdir: Path, request: dict, points: list[Point]) -> str:
         token = old.get("token") or token
     except (OSError, ValueError):
         pass
+    token = claim_token(outdir, token)
     _write_json(outdir / "sweep.json", {**request, "token": token, "points": [
         {"key": p.key, "grid": p.grid, "seed": p.seed} for p in points]})
     return token

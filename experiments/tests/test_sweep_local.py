@@ -120,3 +120,12 @@ def test_two_sweeps_over_one_folder(tmp_path, sim_bin):
     assert {r["status"] for r in table(out)} == {"done"}
     assert not list((out / "tmp").iterdir())
     assert (out / "report.html").read_text().endswith("</html>")
+
+
+def test_the_folders_token_is_set_once(tmp_path):
+    """Of two sweeps that claim one folder, the first's token stands and
+    the second takes it (a hard link cannot replace a file)."""
+    from p4cc_exp.sweep import claim_token
+    assert claim_token(tmp_path, "first") == "first"
+    assert claim_token(tmp_path, "second") == "first"
+    assert [p.name for p in tmp_path.iterdir()] == ["sweep.token"]
