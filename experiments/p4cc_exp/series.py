@@ -187,7 +187,8 @@ def tput_bins(d: Path) -> dict[str, list[tuple[int, int, int]]]:
 
 def delay_targets(dirs: list[Path]) -> list[tuple[float, float, float]]:
     """[(t unix s, RTT µs, the algorithm's delay target µs)] for every
-    logged RTT sample that carries a target (Swift's), all flows."""
+    logged RTT sample that carries a target (Swift's), all flows, in file
+    order."""
     out = []
     for d in dirs:
         for r in rows(Path(d) / "rtt.csv"):
@@ -197,7 +198,7 @@ def delay_targets(dirs: list[Path]) -> list[tuple[float, float, float]]:
                                 int(r["target_delay_ns"]) / 1e3))
             except (KeyError, ValueError):
                 continue
-    return sorted(out)
+    return out
 
 
 def rtts(dirs: list[Path]) -> dict[str, list[tuple[float, float, float | None]]]:

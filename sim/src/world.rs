@@ -430,7 +430,7 @@ impl World {
         // A sender that arbitrates may fill the NIC's queue to a few frames
         // (the rest wait in the stack), and learns when a frame leaves.
         let host = &self.hosts[h];
-        self.out.nic_room = datapath::nic::BACKLOG_FRAMES as usize - host.nic.len().min(datapath::nic::BACKLOG_FRAMES as usize);
+        self.out.nic_room = (datapath::nic::BACKLOG_FRAMES as usize).saturating_sub(host.nic.len());
         self.out.nic_room_at = if host.nic_busy { host.nic_done_at } else { t };
         let ag = &mut self.hosts[h].agents[a];
         let was_done = ag.is_sender_done();

@@ -456,14 +456,13 @@ impl SenderStack {
         let mut wake: Option<u64> = self.workload.next_start_ns();
         let mut min = |w: u64| wake = Some(wake.map_or(w, |x| x.min(w)));
         // A NIC with no room holds every flow's next packet until it has.
-        let nic_ready = self.nic_waiting;
-        if let Some(r) = nic_ready {
+        if let Some(r) = self.nic_waiting {
             min(r);
         }
         for a in &self.flows {
-            let w = match (&a.last, nic_ready) {
-                (Transmit::Paced(at), Some(r)) => Some(a.sender.next_timer().map_or((*at).max(r), |t| t.min((*at).max(r)))),
-                _ => a.sender.wakeup(&a.last),
+            let w = match (&a.last, self.nic_waiting) {
+                (Transmit::Paced(at), Some(r)) => a.sender.wakeup(&Transmit::Paced((*at).max(r))),
+                (last, _) => a.sender.wakeup(last),
             };
             if let Some(w) = w {
                 min(w);
