@@ -24,7 +24,8 @@ SAMPLE_BUDGET_S = 120.0
 LABELS = {"timely": "TIMELY", "oracle-timely": "oracle TIMELY",
           "oracle-timely-seed": "oracle TIMELY (seed law)", "vegas": "Vegas",
           "dctcp": "DCTCP", "cubic": "Cubic", "reno": "Reno", "pcc": "PCC Allegro",
-          "pcc-allegro": "PCC Allegro", "pcc-vivace": "PCC Vivace", "hpcc": "HPCC",
+          "pcc-allegro": "PCC Allegro", "pcc-vivace": "PCC Vivace",
+          "pcc-vivace-loss": "PCC Vivace-Loss", "hpcc": "HPCC",
           "powertcp": "PowerTCP", "theta-powertcp": "θ-PowerTCP", "swift": "Swift",
           "dcqcn": "DCQCN", "bbr": "BBRv1", "bbr3": "BBRv3"}
 
@@ -91,18 +92,26 @@ def arm(name: str, label: str, topo: Topology, agents: list[Agent], duration_s: 
 EXTERNAL = "external"
 #: Reference implementations, run as external arms where the environment
 #: names their command lines (docs/experiments.md, "Reference arms"):
-#: arm name -> (sender variable, receiver variable, label).
+#: arm name -> (sender variable, receiver variables, first set wins, label).
+#: The authors' two code bases speak different UDT dialects (master's
+#: pccserver does not acknowledge the NSDI-2018 branch's sender, nor its
+#: appserver master's): a reference's own receiver variable wins over the
+#: shared one, and both Vivaces (one binary) share Vivace's.
 REFERENCES = {
-    "ref-pcc-allegro": ("P4CC_REF_PCC_ALLEGRO", "P4CC_REF_PCC_RECEIVER",
+    "ref-pcc-allegro": ("P4CC_REF_PCC_ALLEGRO", ("P4CC_REF_PCC_ALLEGRO_RECEIVER", "P4CC_REF_PCC_RECEIVER"),
                         "PCC Allegro (authors' code)"),
-    "ref-pcc-vivace": ("P4CC_REF_PCC_VIVACE", "P4CC_REF_PCC_RECEIVER",
+    "ref-pcc-vivace": ("P4CC_REF_PCC_VIVACE", ("P4CC_REF_PCC_VIVACE_RECEIVER", "P4CC_REF_PCC_RECEIVER"),
                        "PCC Vivace (authors' code)"),
+    "ref-pcc-vivace-loss": ("P4CC_REF_PCC_VIVACE_LOSS",
+                            ("P4CC_REF_PCC_VIVACE_LOSS_RECEIVER", "P4CC_REF_PCC_VIVACE_RECEIVER",
+                             "P4CC_REF_PCC_RECEIVER"),
+                            "PCC Vivace-Loss (authors' code)"),
 }
 
 
 #: The parameters of experiments that run external arms.
 EXTERNAL_PARAMS = (
-    Param("reference", "", "the authors' code beside p4cc's: allegro, vivace or all (real time; "
+    Param("reference", "", "the authors' code beside p4cc's: allegro, vivace, vivace-loss or all (real time; "
           "P4CC_REF_* name the programs, docs/experiments.md \"Reference arms\")", str_list),
     Param("sender_cmd", "", "protocol 'external': the sender program's command line "
           "({dst}, {duration}, {rate_mbps}, {out}, … filled in)", str),
@@ -126,7 +135,8 @@ def with_references(protocols, reference) -> list[str]:
 
 
 #: The p4cc arm a reference arm is held against.
-REFERENCE_OF = {"ref-pcc-allegro": "pcc", "ref-pcc-vivace": "pcc-vivace"}
+REFERENCE_OF = {"ref-pcc-allegro": "pcc", "ref-pcc-vivace": "pcc-vivace",
+                "ref-pcc-vivace-loss": "pcc-vivace-loss"}
 
 
 def reference_pairs(summary: dict, same) -> list[tuple[str, dict, str, dict]]:
@@ -160,16 +170,11 @@ def external_commands(cc: str, p: dict) -> tuple[tuple[str, ...], tuple[str, ...
             raise ValueError("protocol 'external' needs --set sender_cmd='PROGRAM ARGS' "
                              "(and receiver_cmd= for a receiver of its own)")
         return tuple(shlex.split(snd)), tuple(shlex.split(rcv)), f"external: {snd}"
-    s_var, r_var, label = REFERENCES[cc]
-    # The authors' two code bases speak different UDT dialects (master's
-    # pccserver does not acknowledge the NSDI-2018 branch's sender, nor its
-    # appserver master's): a reference's own receiver variable wins over the
-    # shared one.
-    own_r = f"{s_var}_RECEIVER"
+    s_var, r_vars, label = REFERENCES[cc]
     snd = os.environ.get(s_var, "")
-    rcv = os.environ.get(own_r) or os.environ.get(r_var, "")
+    rcv = next((os.environ[v] for v in r_vars if os.environ.get(v)), "")
     if not snd or not rcv:
-        raise SkipArm(f"{cc}: skipped, {s_var} and {r_var} (or {own_r}) name the authors' "
+        raise SkipArm(f"{cc}: skipped, {s_var} and one of {', '.join(r_vars)} name the authors' "
                       "sender and receiver command lines (docs/experiments.md, "
                       "\"Reference arms\")")
     return tuple(shlex.split(snd)), tuple(shlex.split(rcv)), label

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from p4cc_exp import blocks
 from p4cc_exp.runner import RunError
 from p4cc_exp.registry import get
 from p4cc_exp.runner import make_plan, run
@@ -33,6 +34,26 @@ def test_reference_arms_are_skipped_with_the_reason_without_their_programs(monke
     plan = make_plan(get("pcc-lossy"), ["reference=vivace", "losses=0"])
     assert [a.name for a in plan.arms if a.external()] == []
     assert any("P4CC_REF_PCC_VIVACE" in n and "Reference arms" in n for n in plan.notes)
+
+
+def test_vivace_loss_reference_shares_vivaces_receiver_and_meets_p4ccs_vivace_loss(monkeypatch):
+    for v in ("P4CC_REF_PCC_VIVACE_LOSS_RECEIVER", "P4CC_REF_PCC_RECEIVER"):
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setenv("P4CC_REF_PCC_VIVACE_LOSS",
+                       f"{sys.executable} {PACER} send {{dst}} {MBPS:g} {PAYLOAD}")
+    monkeypatch.setenv("P4CC_REF_PCC_VIVACE_RECEIVER", f"{sys.executable} {PACER} sink")
+    plan = make_plan(get("pcc-lossy"), ["reference=vivace-loss", "losses=0",
+                                        "protocols=pcc-vivace,pcc-vivace-loss"])
+    receiver, sender = plan.arm("ref-pcc-vivace-loss-loss0").external()
+    assert receiver.command[-1] == "sink" and sender.command[-1] == str(PAYLOAD)
+    # Each authors' Vivace is held against p4cc's variant of the same utility.
+    rows = {"ref-pcc-vivace-loss-loss0": {"cc": "ref-pcc-vivace-loss"},
+            "ref-pcc-vivace-loss0": {"cc": "ref-pcc-vivace"},
+            "pcc-vivace-loss-loss0": {"cc": "pcc-vivace-loss"},
+            "pcc-vivace-loss0": {"cc": "pcc-vivace"}}
+    pairs = [(r, n) for r, _, n, _ in blocks.reference_pairs(rows, lambda a, b: True)]
+    assert pairs == [("ref-pcc-vivace-loss-loss0", "pcc-vivace-loss-loss0"),
+                     ("ref-pcc-vivace-loss0", "pcc-vivace-loss0")]
 
 
 def test_an_external_plan_round_trips_and_names_its_fields(tmp_path, monkeypatch):

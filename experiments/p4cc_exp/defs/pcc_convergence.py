@@ -106,7 +106,7 @@ class PccConvergence(Experiment):
         shared = port_between(topo, "s1", "s2")
         out = []
         for cc in p["protocols"]:
-            if cc not in KERNEL | {"pcc", "pcc-allegro", "pcc-vivace"} and not blocks.is_external(cc):
+            if cc not in KERNEL | {"pcc", "pcc-allegro", "pcc-vivace", "pcc-vivace-loss"} and not blocks.is_external(cc):
                 raise ValueError(f"protocols: unknown '{cc}' (pcc, pcc-vivace, cubic, reno, "
                                  "external, " + ", ".join(blocks.REFERENCES) + ")")
             dp = "kernel" if cc in KERNEL else "user"

@@ -13,7 +13,7 @@ from ..params import Param, rate_bps, seconds, str_list
 from ..verdicts import RATE, verdict
 
 
-VARIANTS = {"pcc", "pcc-allegro", "pcc-vivace"}
+VARIANTS = {"pcc", "pcc-allegro", "pcc-vivace", "pcc-vivace-loss"}
 
 
 def mixed_arm(variant: str) -> str:

@@ -30,6 +30,10 @@ pub struct AlgoInfo {
     /// The algorithm reads `AckSample::int_hops`, so its sender emits a
     /// version-2 (INT) telemetry shim (see [`crate::reads_int`]).
     pub int_telemetry: bool,
+    /// The algorithm this one runs, with some defaults changed (a variant
+    /// its paper names, such as Vivace-Loss); `None` for an algorithm of
+    /// its own.
+    pub variant_of: Option<&'static str>,
 }
 
 /// User-supplied `(name, value)` pairs checked against a spec table.

@@ -36,24 +36,64 @@ const ENTRIES: &[Entry] = &[
     Entry { name: "bbr3", aliases: &["bbrv3"], description: "BBRv3 (draft-ietf-ccwg-bbr-06): BBRv1's model bounded by loss (2 % per round, beta 0.7) and ECN, PROBE_BW DOWN/CRUISE/REFILL/UP, PROBE_RTT every 5 s at 0.5 BDP", params: bbr::v3::PARAMS, int_telemetry: false },
 ];
 
+/// A variant its paper names: another entry's algorithm with some of its
+/// defaults changed. Given parameters still win over these defaults.
+struct NamedVariant {
+    name: &'static str,
+    of: &'static str,
+    description: &'static str,
+    defaults: &'static [(&'static str, &'static str)],
+}
+
+const VARIANTS: &[NamedVariant] = &[
+    // The PCC authors' Vivace code runs Vivace-Loss unless told otherwise
+    // (PCC-Uspace NSDI-2018 branch, `latency_based = 0`): the variant a
+    // comparison with their default binary needs.
+    NamedVariant { name: "pcc-vivace-loss", of: "pcc-vivace", description: "PCC Vivace-Loss: Vivace's utility without its latency term (NSDI'18 §3; PCC-Uspace NSDI-2018 latency_based = 0)", defaults: &[("latency_coef", "0")] },
+];
+
 /// Every algorithm with its description and parameters (defaults as
 /// strings, exactly what `by_name` uses when a parameter is not given).
 pub fn list() -> Vec<AlgoInfo> {
-    ENTRIES
-        .iter()
-        .map(|e| AlgoInfo {
-            name: e.name,
-            aliases: e.aliases.to_vec(),
-            description: e.description,
-            params: e.params.to_vec(),
-            int_telemetry: e.int_telemetry,
+    let entries = ENTRIES.iter().map(|e| AlgoInfo {
+        name: e.name,
+        aliases: e.aliases.to_vec(),
+        description: e.description,
+        params: e.params.to_vec(),
+        int_telemetry: e.int_telemetry,
+        variant_of: None,
+    });
+    let variants = VARIANTS.iter().filter_map(|v| {
+        let base = entry(v.of)?;
+        let params = base
+            .params
+            .iter()
+            .map(|p| match v.defaults.iter().find(|(k, _)| *k == p.name) {
+                Some((_, d)) => ParamInfo { default: d, ..p.clone() },
+                None => p.clone(),
+            })
+            .collect();
+        Some(AlgoInfo {
+            name: v.name,
+            aliases: vec![],
+            description: v.description,
+            params,
+            int_telemetry: base.int_telemetry,
+            variant_of: Some(base.name),
         })
-        .collect()
+    });
+    entries.chain(variants).collect()
 }
 
 fn entry(name: &str) -> Option<&'static Entry> {
     let wanted = name.trim().to_ascii_lowercase();
     ENTRIES.iter().find(|e| e.name == wanted || e.aliases.contains(&wanted.as_str()))
+        .or_else(|| variant(&wanted).and_then(|v| entry(v.of)))
+}
+
+fn variant(name: &str) -> Option<&'static NamedVariant> {
+    let wanted = name.trim().to_ascii_lowercase();
+    VARIANTS.iter().find(|v| v.name == wanted)
 }
 
 /// True when algorithm `name` (or an alias) reads the in-band telemetry
@@ -102,7 +142,15 @@ pub fn by_name(name: &str, params: &[(String, String)], path: &PathInfo) -> Resu
             why: "the datapath must give a positive MSS".to_string(),
         });
     }
-    let p = Params::new(entry.name, entry.params, params)?;
+    // A variant's defaults go first, where not given: later pairs win.
+    let given: Vec<(String, String)> = variant(name)
+        .map(|v| v.defaults.iter().filter(|(k, _)| !params.iter().any(|(g, _)| g == k)))
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .chain(params.iter().cloned())
+        .collect();
+    let p = Params::new(variant(name).map_or(entry.name, |v| v.name), entry.params, &given)?;
     Ok(match entry.name {
         "reno" => Box::new(reno::Reno::from_params(&p, path)?),
         "cubic" => Box::new(cubic::Cubic::from_params(&p, path)?),
@@ -147,10 +195,10 @@ mod tests {
     fn every_listed_algorithm_builds_with_defaults_and_reports_its_name() {
         let path = PathInfo { mss: 1400, line_rate_bps: Some(100_000_000), init_cwnd_pkts: 10 };
         let all = list();
-        assert_eq!(all.len(), 16);
+        assert_eq!(all.len(), 17);
         for info in &all {
             let cc = by_name(info.name, &[], &path).unwrap();
-            assert_eq!(cc.name(), info.name);
+            assert_eq!(cc.name(), info.variant_of.unwrap_or(info.name));
             assert!(cc.cwnd_bytes().is_some() || cc.pacing_rate_bps().is_some(), "{} limits nothing", info.name);
             // Every documented default parses (building with it explicitly
             // gives the same algorithm).
@@ -170,6 +218,27 @@ mod tests {
         assert!(reads_int("hpcc") && reads_int(" PowerTCP "));
         for name in ["theta-powertcp", "swift", "dcqcn", "dctcp", "pcc", "bbr", ""] {
             assert!(!reads_int(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_variant_is_its_algorithm_with_its_own_defaults_and_given_values_win() {
+        let path = PathInfo { mss: 1400, line_rate_bps: Some(100_000_000), init_cwnd_pkts: 10 };
+        let info = list().into_iter().find(|a| a.name == "pcc-vivace-loss").unwrap();
+        assert_eq!(info.variant_of, Some("pcc-vivace"));
+        let latency = |a: &AlgoInfo| a.params.iter().find(|p| p.name == "latency_coef").unwrap().default;
+        assert_eq!(latency(&info), "0", "Vivace-Loss: no latency term (NSDI'18 §3)");
+        let vivace = list().into_iter().find(|a| a.name == "pcc-vivace").unwrap();
+        assert_eq!(latency(&vivace), "900");
+        assert_eq!(info.params.len(), vivace.params.len());
+        assert_eq!(by_name(" PCC-Vivace-Loss ", &[], &path).unwrap().name(), "pcc-vivace");
+        assert_eq!(flow_params("pcc-vivace-loss", &[], 5), vec![("seed".to_string(), "5".to_string())]);
+        // A given value overrides the variant's default, and an unknown
+        // parameter is named against the variant.
+        assert!(by_name("pcc-vivace-loss", &kv(&[("latency_coef", "900")]), &path).is_ok());
+        match by_name("pcc-vivace-loss", &kv(&[("beta", "1")]), &path) {
+            Err(CcError::UnknownParam { algo, .. }) => assert_eq!(algo, "pcc-vivace-loss"),
+            other => panic!("{:?}", other.err()),
         }
     }
 
