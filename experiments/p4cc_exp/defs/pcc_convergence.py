@@ -75,7 +75,7 @@ class PccConvergence(Experiment):
         Param("window", 2, "window of the Jain index and deviation (paper: 100 s)", seconds,
               0.2, 600),
         Param("settle", 2, "seconds after each join/leave left out", seconds, 0, 600),
-        Param("protocols", "pcc,pcc-vivace,cubic", "pcc / pcc-vivace (p4cc transport), cubic / reno "
+        Param("protocols", "pcc,pcc-vivace,cubic", "pcc / pcc-vivace / pcc-vivace-loss (p4cc transport), cubic / reno "
               "(kernel TCP)", str_list),
         *EXTERNAL_PARAMS,
         Param("cc_params", "", "PCC parameters KEY=VALUE,... (p4cc-host --list-cc)", str_list),

@@ -37,7 +37,7 @@ class PccFct(Experiment):
         Param("flows", 100, "flows per load (paper: 500)", int, 10, 100_000),
         Param("size", 100_000, "flow size, bytes", int, 1000, 10**9),
         Param("senders", 2, "hosts opening flows", int, 1, 50),
-        Param("protocols", "pcc,pcc-vivace,cubic", "arms (user-space transport): pcc, pcc-vivace, cubic, "
+        Param("protocols", "pcc,pcc-vivace,cubic", "arms (user-space transport): pcc, pcc-vivace, pcc-vivace-loss, cubic, "
               "reno", str_list),
         Param("init_cwnd", 1, "TCP's initial window, packets (the paper: 1)", int, 1, 1000),
         Param("warmup", 0, "seconds before the first counter reading", seconds, 0, 60),

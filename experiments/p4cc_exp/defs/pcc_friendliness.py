@@ -37,7 +37,7 @@ class PccFriendliness(Experiment):
         Param("buffer", 250, "bottleneck buffer, packets (375 KB)", int, 1, 100_000),
         Param("senders", 5, "flows", int, 2, 20),
         Param("tcp", "cubic", "the TCP (user-space transport)", str),
-        Param("pcc", "pcc,pcc-vivace", "the PCC variants, an arm each (pcc, pcc-vivace)",
+        Param("pcc", "pcc,pcc-vivace", "the PCC variants, an arm each (pcc, pcc-vivace, pcc-vivace-loss)",
               str_list),
         Param("duration", 20, "seconds per arm", seconds, 0.01, 3600),
         Param("warmup", 5, "seconds ignored at the start", seconds, 0, 600),
