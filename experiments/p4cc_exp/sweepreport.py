@@ -14,7 +14,9 @@ from __future__ import annotations
 import base64
 import fnmatch
 import html
+import io
 import math
+import os
 import re
 from pathlib import Path
 
@@ -86,10 +88,21 @@ def x_value(rows: list[dict], name: str, raw: str):
 
 def _save(fig, path: Path) -> Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
     import matplotlib.pyplot as plt
     plt.close(fig)
+    _write_whole(path, buf.getvalue())
     return path
+
+
+def _write_whole(path: Path, data: bytes) -> None:
+    """``path`` appears whole or not at all, also when another sweep over
+    the same folder writes it at the same time: each writer has its own
+    temporary file, and a rename replaces atomically."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
 
 
 def _slug(text: str) -> str:
@@ -215,8 +228,6 @@ def _fmt_ci(m, ci, n) -> str:
 
 def write(outdir: Path, exp, request: dict, rows: list[dict]) -> Path:
     outdir = Path(outdir)
-    for old in outdir.glob("sweep_*.png"):
-        old.unlink()
     swept = list(request["grid"])
     grp = groups(rows, swept)
     heads = headlines(exp, rows)
@@ -279,9 +290,14 @@ def write(outdir: Path, exp, request: dict, rows: list[dict]) -> Path:
                      + "</table>")
     parts.append("</body></html>")
     path = outdir / "report.html"
-    tmp = outdir / ".report.html.tmp"
-    tmp.write_text("".join(parts))
-    tmp.replace(path)
+    _write_whole(path, "".join(parts).encode())
+    # Plots of an earlier grid go; this report's stay. Only names this
+    # write did not produce are removed, so a sweep writing the same
+    # report at the same time loses none of its plots.
+    produced = {p.name for _, p in plots}
+    for old in outdir.glob("sweep_*.png"):
+        if old.name not in produced:
+            old.unlink(missing_ok=True)
     return path
 
 

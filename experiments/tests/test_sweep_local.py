@@ -129,3 +129,18 @@ def test_the_folders_token_is_set_once(tmp_path):
     assert claim_token(tmp_path, "first") == "first"
     assert claim_token(tmp_path, "second") == "first"
     assert [p.name for p in tmp_path.iterdir()] == ["sweep.token"]
+
+
+def test_the_report_keeps_its_plots_and_drops_an_earlier_grids(tmp_path, sim_bin):
+    """The report removes only plots it did not draw (another grid's), so
+    a sweep writing the same report at the same time loses none of its
+    own; no temporary file is left behind."""
+    out = tmp_path / "sw"
+    exp = get("dctcp-theory")
+    sweep(exp, ["k=20,40"], seeds=1, target="sim", overrides=CHEAP, out=str(out))
+    mine = sorted(p.name for p in out.glob("sweep_*.png"))
+    assert mine
+    (out / "sweep_of_an_earlier_grid.png").write_bytes(b"stale")
+    sweep(exp, ["k=20,40"], seeds=1, target="sim", overrides=CHEAP, out=str(out))
+    assert sorted(p.name for p in out.glob("sweep_*.png")) == mine
+    assert not list(out.glob(".*.tmp"))
