@@ -16,8 +16,8 @@ import fnmatch
 import html
 import io
 import math
-import os
 import re
+import uuid
 from pathlib import Path
 
 from .experiment import Headline
@@ -100,7 +100,7 @@ def _write_whole(path: Path, data: bytes) -> None:
     """``path`` appears whole or not at all, also when another sweep over
     the same folder writes it at the same time: each writer has its own
     temporary file, and a rename replaces atomically."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     tmp.write_bytes(data)
     tmp.replace(path)
 
