@@ -4,15 +4,18 @@ DCTCP, at hadoop50 (50 % load) and hadoop30-incast (30 % load and HPCC's
 incast mix), run by p4cc-sim and, in the same run, by the PowerTCP
 authors' ns-3 simulator (inet-tub/ns3-datacenter, ns-3.39: its
 powertcp-evaluation-burst program, DCTCP = algorithm 8 with its window)
-on the very flows p4cc-sim ran.
+on the very flows p4cc-sim ran, and by htsim (Broadcom/csg-htsim), the
+speed anchor, on the same topology and flows.
 
     P4CC_NS3DC=/path/to/ns-3.39 .venv/bin/python sim/bench/fabric_bench.py
-        [--scenarios hadoop50,hadoop30-incast] [--no-ns3] [--repeat N]
+        [--scenarios hadoop50,hadoop30-incast] [--no-ns3] [--no-htsim] [--repeat N]
 
 P4CC_NS3DC names the reference's ns-3.39 directory, built outside the
-repository (docs/experiments.md, int-incast's recipe; docs/simulator.md);
-without it, or without its binary, one line says so and p4cc's figures
-stand alone. It prints figures; it asserts nothing.
+repository (docs/experiments.md, int-incast's recipe; docs/simulator.md).
+HTSIM_FABRIC names an htsim program built outside the repository
+(default /opt/htsim/bin/htsim_dctcp_fabric; sim/bench/htsim/README.md:
+what it must read and print). Without either, one line says so and the
+others' figures stand alone. It prints figures; it asserts nothing.
 
 What is compared: the same flows (every arrival of p4cc's arm, measured
 window, tail and incast), each simulator's whole process — CPU time
@@ -23,8 +26,12 @@ ratio is of CPU seconds for the flows, not per simulated second. p4cc's
 event loop alone (run_cpu_s) is shown beside its process. The reference
 is lossless (PFC, one shared buffer) and its DCTCP is a rate-based NIC
 variant, so the two do not carry the same packets: docs/simulator.md.
-With --repeat N both run N rounds, and the ratio is given per round and
-as the median of the rounds.
+htsim reads the reference's topology and flow files, marks at p4cc's K
+on enqueue, gives every switch port p4cc's buffer and every host 1000
+packets of transmit queue, and sends each flow with its DCTCP on one
+shortest path chosen by a hash of the flow (ECMP). With --repeat N every
+simulator runs N rounds, and each ratio is given per round and as the
+median of the rounds.
 """
 from __future__ import annotations
 
@@ -87,6 +94,10 @@ BUFFER_SIZE 15
 """
 ARGS = ["--algorithm=8", "--wien=false", "--delayWien=false", "--windowCheck=1"]
 TIME = "/usr/bin/time"
+#: htsim's fabric program (sim/bench/htsim/README.md) unless HTSIM_FABRIC names one.
+HTSIM_DEFAULT = "/opt/htsim/bin/htsim_dctcp_fabric"
+#: A host's transmit queue in p4cc-sim (sim/src/world.rs NIC_QUEUE_PKTS).
+HOST_QUEUE_PKTS = 1000
 
 
 def p4cc_run(scenario: str, out: Path) -> tuple[dict, ArmPlan]:
@@ -103,9 +114,10 @@ def p4cc_run(scenario: str, out: Path) -> tuple[dict, ArmPlan]:
             "flows_done": sum(a["flows_complete"] for a in senders)}, arm
 
 
-def ns3_inputs(arm: ArmPlan, armdir: Path, d: Path) -> tuple[float, int]:
+def ns3_inputs(arm: ArmPlan, armdir: Path, d: Path) -> dict:
     """The reference's topology, flow and config files in ``d`` for p4cc's
-    finished arm (its results in ``armdir``); the stop time and the flows."""
+    finished arm (its results in ``armdir``); the stop time, the flows,
+    and p4cc's K and buffer on the fabric's ports (packets)."""
     topo = arm.topo()
     hosts = topo.role("hosts")
     ids = {n: i for i, n in enumerate(hosts + list(topo.switches))}
@@ -139,16 +151,22 @@ def ns3_inputs(arm: ArmPlan, armdir: Path, d: Path) -> tuple[float, int]:
           if p.peer != topo.collector}
     if len(ks) != 1 or None in ks:
         raise ValueError(f"{arm.name}: one K on every fabric port expected, not {sorted(map(str, ks))}")
-    k_kb = round(ks.pop() * FRAME / 1000)
+    k = ks.pop()
+    k_kb = round(k * FRAME / 1000)
+    depths = {p.depth_pkts for s in arm.switches.values() for p in s.ports.values()
+              if p.peer != topo.collector}
+    if len(depths) != 1 or None in depths:
+        raise ValueError(f"{arm.name}: one buffer on every fabric port expected, not "
+                         f"{sorted(map(str, depths))}")
     stop = max(starts) + MARGIN_S
     (d / "config.txt").write_text(CONFIG.format(
         payload=PAYLOAD, d=d, stop=stop,
         kmap=" ".join([str(len(rates))] + [f"{r} {k_kb}" for r in rates]),
         pmap=" ".join([str(len(rates))] + [f"{r} 1" for r in rates])))
-    return stop, len(lines)
+    return {"stop": stop, "flows": len(lines), "k_pkts": k, "buffer_pkts": depths.pop()}
 
 
-def ns3_run(binary: Path, d: Path, stop: float, flows: int) -> dict:
+def ns3_run(binary: Path, d: Path, stop: float, flows: int, **_) -> dict:
     """The reference on the inputs in ``d``: its process's CPU time from
     wait4 (that child and what it waited for), its peak memory from
     /usr/bin/time, whose child it is (ru_maxrss survives execve: from this
@@ -172,6 +190,38 @@ def ns3_run(binary: Path, d: Path, stop: float, flows: int) -> dict:
             "cpu_s": ru.ru_utime + ru.ru_stime, "flows": flows,
             "maxrss_kb": int((d / "maxrss.txt").read_text().split()[-1]) if timed else None,
             "flows_done": done}
+
+
+def htsim_run(binary: Path, d: Path, stop: float, flows: int, k_pkts: int,
+              buffer_pkts: int) -> dict:
+    """htsim's fabric program on the reference's topology and flow files in
+    ``d``: its process's CPU time from wait4, its loop's and its peak memory
+    from the JSON it writes; its stdout (a line per flow) goes to a file."""
+    cmd = [str(binary), "--topology", str(d / "topology.txt"), "--flows", str(d / "flows.txt"),
+           "--K", str(k_pkts), "--buffer", str(buffer_pkts), "--host-buffer", str(HOST_QUEUE_PKTS),
+           "--packet-bytes", str(FRAME), "--stop", f"{stop:.9f}", "--json", str(d / "htsim.json")]
+    with open(d / "htsim-stdout.txt", "w") as out, open(d / "htsim-stderr.txt", "w") as err:
+        t0 = time.monotonic()
+        p = subprocess.Popen(cmd, cwd=d, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.monotonic() - t0
+    rc = os.waitstatus_to_exitcode(status)
+    if rc != 0:
+        why = (d / "htsim-stderr.txt").read_text(errors="replace").strip().splitlines()
+        raise RuntimeError(f"exit {rc}: {why[-1][-300:] if why else 'no message'}")
+    got = json.loads((d / "htsim.json").read_text())
+    return {"simulator": "htsim", "events": got["events"], "sim_s": stop, "wall_s": wall,
+            "cpu_s": ru.ru_utime + ru.ru_stime, "run_cpu_s": got["cpu_s"], "flows": flows,
+            "maxrss_kb": got["maxrss_kb"], "flows_done": got["flows_done"]}
+
+
+def htsim_binary() -> tuple[Path | None, str]:
+    """htsim's fabric program, or why there is none."""
+    binary = Path(os.environ.get("HTSIM_FABRIC") or HTSIM_DEFAULT)
+    if not os.access(binary, os.X_OK):
+        return None, (f"no executable at {binary} (build htsim outside the repository and point "
+                      "HTSIM_FABRIC at its fabric program: sim/bench/htsim/README.md)")
+    return binary, ""
 
 
 def reference() -> tuple[Path | None, str]:
@@ -198,40 +248,60 @@ def print_row(sc: str, who: str, d: dict) -> None:
           f"{peak} {d['flows_done']:>7}/{d['flows']}", flush=True)
 
 
-def one_round(scenarios: list[str], binary: Path | None) -> dict[str, tuple]:
-    """Each scenario by p4cc-sim and then, given the reference's
-    ``binary``, by the reference on the flows p4cc-sim ran: scenario ->
-    (p4cc's figures, the reference's or None)."""
+def one_round(scenarios: list[str], binary: Path | None, htsim: Path | None) -> dict[str, tuple]:
+    """Each scenario by p4cc-sim and then, given their binaries, by the
+    reference and by htsim on the flows p4cc-sim ran: scenario -> (p4cc's
+    figures, the reference's or None, htsim's or None)."""
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
         for s in scenarios:
             ours, arm = p4cc_run(s, Path(tmp) / s)
-            ref = None
-            if binary:
-                d = Path(tmp) / f"ns3-{s}"
+            ref = hts = None
+            if binary or htsim:
+                d = Path(tmp) / f"ref-{s}"
                 d.mkdir()
                 try:
-                    ref = ns3_run(binary, d, *ns3_inputs(arm, Path(tmp) / s / arm.name, d))
-                except (RuntimeError, ValueError, OSError) as e:
-                    print(f"# ns-3 did not run {s}: {e}", flush=True)
-            out[s] = (ours, ref)
+                    inputs = ns3_inputs(arm, Path(tmp) / s / arm.name, d)
+                except ValueError as e:
+                    print(f"# no reference inputs for {s}: {e}", flush=True)
+                    inputs = None
+                for who, b, fn in (("ns-3", binary, ns3_run), ("htsim", htsim, htsim_run)):
+                    if not (b and inputs):
+                        continue
+                    try:
+                        got = fn(b, d, **inputs)
+                    except (RuntimeError, ValueError, OSError, KeyError) as e:
+                        print(f"# {who} did not run {s}: {e}", flush=True)
+                        continue
+                    if who == "ns-3":
+                        ref = got
+                    else:
+                        hts = got
+            out[s] = (ours, ref, hts)
     return out
 
 
-def report(s: str, o: dict, r: dict | None) -> float | None:
-    """One scenario's rows and figures; ns-3's CPU over p4cc's, if both ran."""
+def report(s: str, o: dict, r: dict | None, h: dict | None) -> tuple[float | None, float | None]:
+    """One scenario's rows and figures; ns-3's CPU over p4cc's and p4cc's
+    over htsim's, where they ran."""
     print_row(s, "p4cc", o)
     if r:
         print_row(s, "ns-3", r)
+    if h:
+        print_row(s, "htsim", h)
     print(f"{s:>15}  p4cc: {o['events'] / o['wall_s']:,.0f} events per wall second, "
           f"{o['wall_s'] / (o['sim_s'] * 1e3):.2f} wall s per simulated ms", flush=True)
-    if not r:
-        return None
-    x = r["cpu_s"] / o["cpu_s"]
-    print(f"{s:>15}  ns-3 CPU / p4cc CPU = {x:.2f} for the same {o['flows']} flows, each simulator's "
-          f"whole process (ns-3 simulates {r['sim_s']:.4f} s, to its stop time; p4cc "
-          f"{o['sim_s']:.4f} s, until its flows finished)", flush=True)
-    return x
+    x = y = None
+    if r:
+        x = r["cpu_s"] / o["cpu_s"]
+        print(f"{s:>15}  ns-3 CPU / p4cc CPU = {x:.2f} for the same {o['flows']} flows, each simulator's "
+              f"whole process (ns-3 simulates {r['sim_s']:.4f} s, to its stop time; p4cc "
+              f"{o['sim_s']:.4f} s, until its flows finished)", flush=True)
+    if h:
+        y = o["cpu_s"] / h["cpu_s"]
+        print(f"{s:>15}  p4cc CPU / htsim CPU = {y:.1f} for the same flows, each simulator's whole "
+              f"process (htsim simulates {h['sim_s']:.4f} s, to the reference's stop time)", flush=True)
+    return x, y
 
 
 def scenario_list(text: str) -> list[str]:
@@ -251,28 +321,33 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenarios", type=scenario_list, default=list(SCENARIOS))
     ap.add_argument("--no-ns3", action="store_true", help="skip the reference")
+    ap.add_argument("--no-htsim", action="store_true", help="skip htsim")
     ap.add_argument("--repeat", type=rounds, default=1, metavar="N",
                     help="rounds of both simulators (default 1)")
     a = ap.parse_args()
     binary, why = (None, "--no-ns3") if a.no_ns3 else reference()
+    htsim, why_h = (None, "--no-htsim") if a.no_htsim else htsim_binary()
     find_sim()  # fails early, naming what to build
     print(f"# CPU: {cpu_model()}; dc-fct paper fabric (32 hosts at 100 Gb/s, 2 spines at 400 Gb/s), DCTCP")
     if not binary:
         print(f"# ns-3 (ns3-datacenter) not run: {why}")
+    if not htsim:
+        print(f"# htsim not run: {why_h}")
     print(f"# load average at the start: {loadavg()}", flush=True)
-    ratios: dict[str, list[float]] = {s: [] for s in a.scenarios}
+    ratios = {s: ([], []) for s in a.scenarios}
     for k in range(a.repeat):
         if a.repeat > 1:
             print(f"# round {k + 1} of {a.repeat}", flush=True)
-        runs = one_round(a.scenarios, binary)
+        runs = one_round(a.scenarios, binary, htsim)
         print(HEAD)
-        for s, (o, r) in runs.items():
-            x = report(s, o, r)
-            ratios[s] += [] if x is None else [x]
-    for s, xs in ratios.items():
-        if len(xs) > 1:
-            print(f"{s:>15}  median of {len(xs)} rounds: ns-3 CPU / p4cc CPU = "
-                  f"{statistics.median(xs):.2f} (rounds: {', '.join(f'{x:.2f}' for x in xs)})")
+        for s, (o, r, h) in runs.items():
+            for xs, x in zip(ratios[s], report(s, o, r, h)):
+                xs += [] if x is None else [x]
+    for s, (xs, ys) in ratios.items():
+        for what, v, fmt in (("ns-3 CPU / p4cc CPU", xs, ".2f"), ("p4cc CPU / htsim CPU", ys, ".1f")):
+            if len(v) > 1:
+                print(f"{s:>15}  median of {len(v)} rounds: {what} = {statistics.median(v):{fmt}} "
+                      f"(rounds: {', '.join(f'{x:{fmt}}' for x in v)})")
     print(f"# load average at the end: {loadavg()}")
     return 0
 
