@@ -39,6 +39,7 @@ pub(crate) const PARAMS: &[ParamInfo] = gradient_param_table![
     ParamInfo { name: "low_loss_coef", default: "1", doc: "loss penalty of MIs at or below low_loss_max (PCC-Uspace NSDI'18 branch: 1)" },
     ParamInfo { name: "gradient_step", default: "0.02", doc: "the RTT gradient is charged in whole steps of this, rounded towards zero (PCC-Uspace NSDI'18 branch: 0.02; 0 = as measured, PCC-Uspace master)" },
     ParamInfo { name: "startup_loss_pkts", default: "50", doc: "start-up leaves this many lost packets uncharged (PCC-Uspace NSDI'18 branch: 50; master: 0)" },
+    ParamInfo { name: "startup_gradient_ignore", default: "0.2", doc: "while the start-up loss allowance lasts, a start-up MI's RTT gradient below this counts as 0 (PCC-Uspace NSDI'18 branch: 0.2; 0 = off)" },
     ParamInfo { name: "move_from", default: "base", doc: "the first step after a trial starts from: base = the trial's base rate (PCC-Uspace NSDI'18 branch), trial = the winning trial rate (master)" },
 ];
 
@@ -213,7 +214,10 @@ pub(crate) fn from_params(p: &Params, path: &PathInfo) -> Result<Vivace, CcError
     let allowance = p.u64_in("startup_loss_pkts", 0, 1_000_000)? as f64 * common.timing.mss;
     let mon = Monitor::new(common.timing.clone());
     let ctl = Controller::new(VivaceMover::new(steps), common);
-    Ok(Pcc::new("pcc-vivace", ctl, mon, Box::new(utility)).with_startup_loss_allowance(allowance as u64))
+    let ignore = p.f64_in("startup_gradient_ignore", 0.0, 1e3)?;
+    Ok(Pcc::new("pcc-vivace", ctl, mon, Box::new(utility))
+        .with_startup_loss_allowance(allowance as u64)
+        .with_startup_gradient_ignore(ignore))
 }
 
 #[cfg(test)]
