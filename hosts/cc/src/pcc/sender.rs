@@ -185,24 +185,19 @@ mod tests {
     /// that is, when it covers the MI's losses or is not yet used up.
     #[test]
     fn startup_ignores_small_gradients_while_the_allowance_lasts() {
-        let mi = |g: f64, lost: u64| MiStats { sent_bytes: 100_000, lost_bytes: lost, rtt_gradient: g, ..Default::default() };
-        let mut a = mi(0.15, 0);
-        ignore_startup_gradient(&mut a, 50_000, 0.2);
-        assert_eq!(a.rtt_gradient, 0.0, "a stall's spike, allowance untouched");
-        let mut b = mi(-0.19, 60_000);
-        ignore_startup_gradient(&mut b, 10_000, 0.2);
-        assert_eq!(b.rtt_gradient, 0.0, "losses beyond what is left, but some is left");
-        let mut c = mi(0.15, 10_000);
-        ignore_startup_gradient(&mut c, 0, 0.2);
-        assert_eq!(c.rtt_gradient, 0.15, "the allowance used up and this MI lost packets");
-        let mut d = mi(0.15, 0);
-        ignore_startup_gradient(&mut d, 0, 0.2);
-        assert_eq!(d.rtt_gradient, 0.0, "no loss: covered by what is left, as the authors' `>=`");
-        let mut e = mi(0.5, 0);
-        ignore_startup_gradient(&mut e, 50_000, 0.2);
-        assert_eq!(e.rtt_gradient, 0.5, "a queue start-up overfills raises the RTT faster");
-        let mut f = mi(0.15, 0);
-        ignore_startup_gradient(&mut f, 50_000, 0.0);
-        assert_eq!(f.rtt_gradient, 0.15, "0 turns the rule off");
+        // (gradient, lost bytes, allowance left, tolerance, gradient charged, why)
+        let cases = [
+            (0.15, 0, 50_000, 0.2, 0.0, "a stall's spike, allowance untouched"),
+            (-0.19, 60_000, 10_000, 0.2, 0.0, "losses beyond what is left, but some is left"),
+            (0.15, 10_000, 0, 0.2, 0.15, "the allowance used up and this MI lost packets"),
+            (0.15, 0, 0, 0.2, 0.0, "no loss: covered by what is left, as the authors' `>=`"),
+            (0.5, 0, 50_000, 0.2, 0.5, "a queue start-up overfills raises the RTT faster"),
+            (0.15, 0, 50_000, 0.0, 0.15, "0 turns the rule off"),
+        ];
+        for (g, lost, left, below, want, why) in cases {
+            let mut st = MiStats { sent_bytes: 100_000, lost_bytes: lost, rtt_gradient: g, ..Default::default() };
+            ignore_startup_gradient(&mut st, left, below);
+            assert_eq!(st.rtt_gradient, want, "{why}");
+        }
     }
 }
