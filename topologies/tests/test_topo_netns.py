@@ -404,10 +404,20 @@ def test_link_emulators_give_their_ports_delay_and_are_torn_down():
                                          data=json.dumps({"delay_us": delay_us}).encode(),
                                          method="PUT")
             urllib.request.urlopen(req, timeout=5).read()
-        out = net.run("a", ["ping", "-n", "-c", "5", "-i", "0.2", net.ip("b")]).stdout
-        # a -> b: s1 port 2 (3 ms); b -> a: s2 port 2 (1 ms), s1 port 1 (2 ms)
-        rtt_min = float(re.search(r"= ([\d.]+)/", out).group(1))
-        assert 6.0 <= rtt_min < 6.0 + 4.0, out
+        # a -> b: s1 port 2 (3 ms); b -> a: s2 port 2 (1 ms), s1 port 1 (2 ms).
+        # Never below the delays; above them by no more than scheduling
+        # adds, which a busy VM host stretches for seconds at a time (a CI
+        # run saw 5 pings all 10.5-20 ms through the Python forwarder): up
+        # to three rounds, the least RTT of all counts.
+        outs, rtt_min = [], float("inf")
+        for _ in range(3):
+            out = net.run("a", ["ping", "-n", "-c", "5", "-i", "0.2", net.ip("b")]).stdout
+            outs.append(out)
+            rtt_min = min(rtt_min, float(re.search(r"= ([\d.]+)/", out).group(1)))
+            assert rtt_min >= 6.0, out
+            if rtt_min < 6.0 + 4.0:
+                break
+        assert rtt_min < 6.0 + 4.0, "\n".join(outs)
         assert net.ping("c", "a")
         names = {l for l in subprocess.run(["ip", "-o", "link"], capture_output=True,
                                            text=True).stdout.split() if l.startswith(f"p4cc{rid}")}
