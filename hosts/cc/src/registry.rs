@@ -142,15 +142,15 @@ pub fn by_name(name: &str, params: &[(String, String)], path: &PathInfo) -> Resu
             why: "the datapath must give a positive MSS".to_string(),
         });
     }
-    // A variant's defaults go first, where not given: later pairs win.
-    let given: Vec<(String, String)> = variant(name)
-        .map(|v| v.defaults.iter().filter(|(k, _)| !params.iter().any(|(g, _)| g == k)))
-        .into_iter()
-        .flatten()
+    // A variant's defaults go first: of pairs with one name the last wins.
+    let variant = variant(name);
+    let given: Vec<(String, String)> = variant
+        .map_or(&[][..], |v| v.defaults)
+        .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .chain(params.iter().cloned())
         .collect();
-    let p = Params::new(variant(name).map_or(entry.name, |v| v.name), entry.params, &given)?;
+    let p = Params::new(variant.map_or(entry.name, |v| v.name), entry.params, &given)?;
     Ok(match entry.name {
         "reno" => Box::new(reno::Reno::from_params(&p, path)?),
         "cubic" => Box::new(cubic::Cubic::from_params(&p, path)?),

@@ -93,7 +93,8 @@ pub(crate) fn forgive_startup_loss(st: &mut super::monitor::MiStats, allowance: 
 /// A queue that start-up really overfills raises the RTT by the overshoot
 /// itself, (x − C)/C per unit time: 1 when it doubles past capacity.
 pub(crate) fn ignore_startup_gradient(st: &mut super::monitor::MiStats, allowance: u64, below: f64) {
-    let lasts = st.lost_bytes <= allowance || allowance > 0;
+    // Some of it left, or none left and none needed (the authors' `>=`).
+    let lasts = allowance > 0 || st.lost_bytes == 0;
     if lasts && st.rtt_gradient.abs() < below {
         st.rtt_gradient = 0.0;
     }
