@@ -28,7 +28,7 @@ from .params import ParamError
 from .progress import SweepProgress
 from .runner import ROOT, RunError
 from .sweeppoint import (FAILURES, POINTS, TMP, SweepError, abandoned, complete, one_line,
-                         run_point)
+                         run_point, write_json)
 from .sweepplan import Point, expand, parse_grid
 
 #: The Ray resource a real-time point takes whole; declare 1 per node.
@@ -80,12 +80,6 @@ def start_ray(address: str | None, realtime: bool):
     return max(1, int(res.get("CPU", 1)))
 
 
-def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
-    tmp.write_text(json.dumps(data, indent=1, default=str) + "\n")
-    os.replace(tmp, path)
-
-
 def claim_token(outdir: Path, proposed: str) -> str:
     """The folder's token, set once: the first sweep over the folder links
     its ``proposed`` one into place (a hard link fails where a file is, so
@@ -119,7 +113,7 @@ def prepare_out(outdir: Path, request: dict, points: list[Point]) -> str:
     except (OSError, ValueError):
         pass
     token = claim_token(outdir, token)
-    _write_json(outdir / "sweep.json", {**request, "token": token, "points": [
+    write_json(outdir / "sweep.json", {**request, "token": token, "points": [
         {"key": p.key, "grid": p.grid, "seed": p.seed} for p in points]})
     return token
 
@@ -232,7 +226,7 @@ def _run_on_ray(exp, outdir, todo, points, target, keep, links, retries, token, 
                         res = ray.get(ref)
                     except Exception as e:  # the task's node or worker died past its retries
                         res = {"status": "failed", "error": one_line(e), "ran": True}
-                        _write_json(outdir / FAILURES / f"{p.key}.json",
+                        write_json(outdir / FAILURES / f"{p.key}.json",
                                     {"key": p.key, "error": res["error"], "attempts": retries + 1})
                     wall = None
                     if res.get("status") == "done":

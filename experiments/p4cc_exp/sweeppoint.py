@@ -50,10 +50,17 @@ def node_id() -> str:
     return "local"
 
 
-def _atomic_json(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
-    tmp.write_text(json.dumps(data, indent=1, default=str) + "\n")
+def write_whole(path: Path, data: bytes) -> None:
+    """``path`` appears whole or not at all, also while another sweep over
+    the same folder writes it: each writer has a temporary name of its
+    own, and a rename replaces atomically."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp.write_bytes(data)
     os.replace(tmp, path)
+
+
+def write_json(path: Path, data: dict) -> None:
+    write_whole(path, (json.dumps(data, indent=1, default=str) + "\n").encode())
 
 
 def abandoned(tmp: Path) -> bool:
@@ -117,7 +124,7 @@ def run_point(out: str, key: str, plan_json: dict, target: str, keep: str, links
                     contextlib.redirect_stdout(log):
                 run(plan=Plan.from_json(plan_json), target=target, out=str(tmp), keep=keep,
                     links=links)
-            _atomic_json(tmp / "point.json", {
+            write_json(tmp / "point.json", {
                 "key": key, "node": node_id(), "host": socket.gethostname(), "pid": os.getpid(),
                 "attempt": attempt, "started": started,
                 "finished": datetime.now().isoformat(timespec="milliseconds"),
@@ -146,5 +153,5 @@ def run_point(out: str, key: str, plan_json: dict, target: str, keep: str, links
                                     "log_tail": log_tail[-300:]}) + "\n")
             shutil.rmtree(tmp, ignore_errors=True)
     (out / FAILURES).mkdir(exist_ok=True)
-    _atomic_json(out / FAILURES / f"{key}.json", last)
+    write_json(out / FAILURES / f"{key}.json", last)
     return {"key": key, "status": "failed", "ran": True, "error": error, "attempts": retries + 1}

@@ -17,12 +17,13 @@ import html
 import io
 import math
 import re
-import uuid
 from pathlib import Path
+from typing import NamedTuple
 
 from .experiment import Headline
 from .report import STYLE
 from .stats import mean_ci
+from .sweeppoint import write_whole
 
 #: A report stops drawing after this many plots (the table has every number).
 MAX_PLOTS = 40
@@ -86,30 +87,29 @@ def x_value(rows: list[dict], name: str, raw: str):
     return _num(raw)
 
 
-def _save(fig, path: Path) -> Path:
+class Plot(NamedTuple):
+    """A plot written next to the report, and its PNG, which the report
+    embeds as drawn (another sweep over the folder may be rewriting the
+    file)."""
+    path: Path
+    png: bytes
+
+
+def _save(fig, path: Path) -> Plot:
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
     import matplotlib.pyplot as plt
     plt.close(fig)
-    _write_whole(path, buf.getvalue())
-    return path
-
-
-def _write_whole(path: Path, data: bytes) -> None:
-    """``path`` appears whole or not at all, also when another sweep over
-    the same folder writes it at the same time: each writer has its own
-    temporary file, and a rename replaces atomically."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    write_whole(path, buf.getvalue())
+    return Plot(path, buf.getvalue())
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")[:80] or "plot"
 
 
-def metric_plot(groups_, swept, name, cols, label, theory_label, outdir) -> Path:
+def metric_plot(groups_, swept, name, cols, label, theory_label, outdir) -> Plot:
     """``cols``: (column, arm, theory column) of one headline, a line per
     arm and combination of the other swept parameters."""
     import matplotlib
@@ -158,7 +158,7 @@ def metric_plot(groups_, swept, name, cols, label, theory_label, outdir) -> Path
     return _save(fig, outdir / f"sweep_{_slug(label)}_vs_{_slug(name)}.png")
 
 
-def theory_plot(groups_, swept, col, label, theory, theory_label, outdir) -> Path:
+def theory_plot(groups_, swept, col, label, theory, theory_label, outdir) -> Plot:
     """The measured mean (95 % CI) against the analysis' value, per point,
     with the line where they are equal."""
     import matplotlib
@@ -188,7 +188,7 @@ def theory_plot(groups_, swept, col, label, theory, theory_label, outdir) -> Pat
     return _save(fig, outdir / f"sweep_{_slug(col)}_vs_theory.png")
 
 
-def pass_plot(groups_, swept, name, outdir) -> Path:
+def pass_plot(groups_, swept, name, outdir) -> Plot:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -215,9 +215,9 @@ def pass_plot(groups_, swept, name, outdir) -> Path:
     return _save(fig, outdir / f"sweep_verdicts_vs_{_slug(name)}.png")
 
 
-def _img(p: Path) -> str:
-    data = base64.b64encode(p.read_bytes()).decode()
-    return f"<img alt='{html.escape(p.name)}' src='data:image/png;base64,{data}'>"
+def _img(p: Plot) -> str:
+    data = base64.b64encode(p.png).decode()
+    return f"<img alt='{html.escape(p.path.name)}' src='data:image/png;base64,{data}'>"
 
 
 def _fmt_ci(m, ci, n) -> str:
@@ -231,7 +231,7 @@ def write(outdir: Path, exp, request: dict, rows: list[dict]) -> Path:
     swept = list(request["grid"])
     grp = groups(rows, swept)
     heads = headlines(exp, rows)
-    plots: list[tuple[str, Path]] = []
+    plots: list[tuple[str, Plot]] = []
     figures: dict[str, list] = {}
     for col, label, theory, tlabel, head, arm in heads:
         figures.setdefault(head, []).append((col, arm, theory, tlabel))
@@ -290,11 +290,11 @@ def write(outdir: Path, exp, request: dict, rows: list[dict]) -> Path:
                      + "</table>")
     parts.append("</body></html>")
     path = outdir / "report.html"
-    _write_whole(path, "".join(parts).encode())
+    write_whole(path, "".join(parts).encode())
     # Plots of an earlier grid go; this report's stay. Only names this
     # write did not produce are removed, so a sweep writing the same
     # report at the same time loses none of its plots.
-    produced = {p.name for _, p in plots}
+    produced = {p.path.name for _, p in plots}
     for old in outdir.glob("sweep_*.png"):
         if old.name not in produced:
             old.unlink(missing_ok=True)
