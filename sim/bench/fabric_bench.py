@@ -256,29 +256,32 @@ def one_round(scenarios: list[str], binary: Path | None, htsim: Path | None) -> 
     with tempfile.TemporaryDirectory() as tmp:
         for s in scenarios:
             ours, arm = p4cc_run(s, Path(tmp) / s)
-            ref = hts = None
-            if binary or htsim:
-                d = Path(tmp) / f"ref-{s}"
-                d.mkdir()
-                try:
-                    inputs = ns3_inputs(arm, Path(tmp) / s / arm.name, d)
-                except ValueError as e:
-                    print(f"# no reference inputs for {s}: {e}", flush=True)
-                    inputs = None
-                for who, b, fn in (("ns-3", binary, ns3_run), ("htsim", htsim, htsim_run)):
-                    if not (b and inputs):
-                        continue
-                    try:
-                        got = fn(b, d, **inputs)
-                    except (RuntimeError, ValueError, OSError, KeyError) as e:
-                        print(f"# {who} did not run {s}: {e}", flush=True)
-                        continue
-                    if who == "ns-3":
-                        ref = got
-                    else:
-                        hts = got
-            out[s] = (ours, ref, hts)
+            out[s] = (ours, *others(s, arm, Path(tmp), {"ns-3": (binary, ns3_run),
+                                                         "htsim": (htsim, htsim_run)}))
     return out
+
+
+def others(s: str, arm: ArmPlan, tmp: Path, sims: dict) -> list[dict | None]:
+    """Each of ``sims`` ({who: (binary or None, run function)}) on the
+    reference's inputs for p4cc's finished arm: its figures, or None where
+    it has no binary or did not run (a line says why)."""
+    if not any(b for b, _ in sims.values()):
+        return [None] * len(sims)
+    d = tmp / f"ref-{s}"
+    d.mkdir()
+    try:
+        inputs = ns3_inputs(arm, tmp / s / arm.name, d)
+    except ValueError as e:
+        print(f"# no reference inputs for {s}: {e}", flush=True)
+        return [None] * len(sims)
+    got = []
+    for who, (b, fn) in sims.items():
+        try:
+            got.append(fn(b, d, **inputs) if b else None)
+        except (RuntimeError, ValueError, OSError, KeyError) as e:
+            print(f"# {who} did not run {s}: {e}", flush=True)
+            got.append(None)
+    return got
 
 
 def report(s: str, o: dict, r: dict | None, h: dict | None) -> tuple[float | None, float | None]:
