@@ -166,6 +166,23 @@ def ns3_inputs(arm: ArmPlan, armdir: Path, d: Path) -> dict:
     return {"stop": stop, "flows": len(lines), "k_pkts": k, "buffer_pkts": depths.pop()}
 
 
+def timed_run(cmd: list[str], d: Path, prefix: str) -> tuple[float, float]:
+    """Runs ``cmd`` in ``d`` with its stdout and stderr in files there
+    (``prefix`` + stdout.txt, stderr.txt): (wall s, CPU s of that child
+    and what it waited for, from wait4); RuntimeError with the last line
+    of its stderr if it fails."""
+    with open(d / f"{prefix}stdout.txt", "w") as out, open(d / f"{prefix}stderr.txt", "w") as err:
+        t0 = time.monotonic()
+        p = subprocess.Popen(cmd, cwd=d, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.monotonic() - t0
+    rc = os.waitstatus_to_exitcode(status)
+    if rc != 0:
+        why = (d / f"{prefix}stderr.txt").read_text(errors="replace").strip().splitlines()
+        raise RuntimeError(f"exit {rc}: {why[-1][-300:] if why else 'no message'}")
+    return wall, ru.ru_utime + ru.ru_stime
+
+
 def ns3_run(binary: Path, d: Path, stop: float, flows: int, **_) -> dict:
     """The reference on the inputs in ``d``: its process's CPU time from
     wait4 (that child and what it waited for), its peak memory from
@@ -176,18 +193,10 @@ def ns3_run(binary: Path, d: Path, stop: float, flows: int, **_) -> dict:
     timed = os.access(TIME, os.X_OK)
     if timed:
         cmd = [TIME, "-f", "%M", "-o", str(d / "maxrss.txt"), *cmd]
-    with open(d / "stdout.txt", "w") as out, open(d / "stderr.txt", "w") as err:
-        t0 = time.monotonic()
-        p = subprocess.Popen(cmd, cwd=d, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-        _, status, ru = os.wait4(p.pid, 0)
-        wall = time.monotonic() - t0
-    p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode != 0:
-        why = (d / "stderr.txt").read_text(errors="replace").strip().splitlines()
-        raise RuntimeError(f"exit {p.returncode}: {why[-1][-300:] if why else 'no message'}")
+    wall, cpu = timed_run(cmd, d, "")
     done = (d / "fct.txt").read_text().count("\n")
     return {"simulator": "ns3-datacenter", "events": None, "sim_s": stop, "wall_s": wall,
-            "cpu_s": ru.ru_utime + ru.ru_stime, "flows": flows,
+            "cpu_s": cpu, "flows": flows,
             "maxrss_kb": int((d / "maxrss.txt").read_text().split()[-1]) if timed else None,
             "flows_done": done}
 
@@ -200,18 +209,10 @@ def htsim_run(binary: Path, d: Path, stop: float, flows: int, k_pkts: int,
     cmd = [str(binary), "--topology", str(d / "topology.txt"), "--flows", str(d / "flows.txt"),
            "--K", str(k_pkts), "--buffer", str(buffer_pkts), "--host-buffer", str(HOST_QUEUE_PKTS),
            "--packet-bytes", str(FRAME), "--stop", f"{stop:.9f}", "--json", str(d / "htsim.json")]
-    with open(d / "htsim-stdout.txt", "w") as out, open(d / "htsim-stderr.txt", "w") as err:
-        t0 = time.monotonic()
-        p = subprocess.Popen(cmd, cwd=d, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-        _, status, ru = os.wait4(p.pid, 0)
-        wall = time.monotonic() - t0
-    rc = os.waitstatus_to_exitcode(status)
-    if rc != 0:
-        why = (d / "htsim-stderr.txt").read_text(errors="replace").strip().splitlines()
-        raise RuntimeError(f"exit {rc}: {why[-1][-300:] if why else 'no message'}")
+    wall, cpu = timed_run(cmd, d, "htsim-")
     got = json.loads((d / "htsim.json").read_text())
     return {"simulator": "htsim", "events": got["events"], "sim_s": stop, "wall_s": wall,
-            "cpu_s": ru.ru_utime + ru.ru_stime, "run_cpu_s": got["cpu_s"], "flows": flows,
+            "cpu_s": cpu, "run_cpu_s": got["cpu_s"], "flows": flows,
             "maxrss_kb": got["maxrss_kb"], "flows_done": got["flows_done"]}
 
 
