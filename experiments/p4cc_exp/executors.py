@@ -37,6 +37,7 @@ from . import bmv2_capacity
 from .agents import command, external_command, kernel_ecn_sysctl
 from .arm_steps import ExecutorError, apply_event, read_ports, schedule
 from .fidelity import RunMonitor, judge_arm
+from .programs import library_note, missing_program
 from .results import sent_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,6 +115,7 @@ class NamespaceLab:
         missing = missing_programs(plan)
         if missing:
             raise ExecutorError(missing)
+        self.notes += library_notes(plan)
         self.target = self._choose_target(plan)
         problems = capability_problems(plan, self.target, self.links)
         if problems:
@@ -259,12 +261,18 @@ def missing_programs(plan: Plan) -> str | None:
     program is there."""
     for arm in plan.arms:
         for a in arm.external():
-            prog = a.command[0]
-            if not shutil.which(prog):
-                return (f"arm {arm.name}: the {a.role} program {prog!r} is not found "
-                        f"{'(not executable?)' if os.path.exists(prog) else 'on PATH'}; "
-                        "give its full path in the command")
+            why = missing_program(a.command)
+            if why:
+                return f"arm {arm.name}: the {a.role} program {why}; give its full path in the command"
     return None
+
+
+def library_notes(plan: Plan) -> list[str]:
+    """Notes naming the libraries the plan's external programs load from
+    outside the system's directories (programs.own_libraries), each once."""
+    commands = {(a.role, tuple(a.command)): None for arm in plan.arms for a in arm.external()}
+    notes = (library_note(role, cmd) for role, cmd in commands)
+    return list(dict.fromkeys(n for n in notes if n))
 
 
 def bmv2_load_pps(plan: Plan) -> float:
