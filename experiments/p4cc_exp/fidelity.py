@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import urllib.request
 from pathlib import Path
@@ -221,5 +222,30 @@ def summary_line(record: dict) -> str:
                      f"{m['run_cpu_share'] * 100:.0f} %, load {' '.join(m['loadavg'])}")
     bad = sorted(set(record.get("violations", {}).get(QUEUE, [])
                      + record.get("violations", {}).get(RATE, [])))
-    parts.append("within bounds" if not bad else "; ".join(bad))
+    parts.append("within bounds" if not bad else "; ".join(grouped(bad)))
     return "; ".join(parts)
+
+
+#: A lateness violation at one place: "<where>: p99 <what> <µs> µs > <bound>".
+_LATE_AT = re.compile(r"^(?P<where>.+?): (?P<what>p99 [a-z -]+?) (?P<us>\d+) µs > (?P<bound>.+)$")
+
+
+def grouped(violations: list[str]) -> list[str]:
+    """The same lateness over one bound at several places as one entry
+    (how many places, the worst and where), so a run that lagged on every
+    port reads in one line; fidelity.json keeps each place's."""
+    groups: dict[tuple[str, str], list[tuple[int, str]]] = {}
+    out = []
+    for v in violations:
+        m = _LATE_AT.match(v)
+        if m:
+            groups.setdefault((m["what"], m["bound"]), []).append((int(m["us"]), m["where"]))
+        else:
+            out.append(v)
+    for (what, bound), places in groups.items():
+        us, where = max(places)
+        if len(places) == 1:
+            out.append(f"{where}: {what} {us} µs > {bound}")
+        else:
+            out.append(f"{what} > {bound} at {len(places)} places, worst {us} µs ({where})")
+    return out
