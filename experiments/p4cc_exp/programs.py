@@ -22,20 +22,43 @@ SYSTEM_LIB_DIRS = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/libexec
 _LDD_LINE = re.compile(r"^\s*(\S+)\s+=>\s+(not found|\S+)")
 
 
+#: ``env``'s options without an argument, and those that take the next word.
+_ENV_FLAGS = {"-i", "--ignore-environment", "-", "-0", "--null"}
+_ENV_WITH_ARG = {"-u", "--unset", "-C", "--chdir"}
+
+
 def split_env(argv) -> tuple[dict[str, str], list[str]]:
-    """(variables set, the command) of an argv that may start with ``env``
-    and its ``NAME=VALUE`` assignments (``env``'s options are kept with the
-    command: they are not assignments)."""
+    """(variables set, the command) of an argv that may start with ``env``,
+    its options and its ``NAME=VALUE`` assignments. ``-i`` shows as the
+    variable ``""`` (the environment starts empty); an option ``env``
+    has and this does not know ends the prefix there."""
     argv = list(argv)
     if not argv or os.path.basename(argv[0]) != "env":
         return {}, argv
     sets: dict[str, str] = {}
     i = 1
-    while i < len(argv) and "=" in argv[i] and not argv[i].startswith("-"):
-        k, _, v = argv[i].partition("=")
-        sets[k] = v
+    while i < len(argv):
+        w = argv[i]
+        if w in ("-i", "--ignore-environment", "-"):
+            sets[""] = ""
+        elif w in _ENV_WITH_ARG:
+            i += 1
+        elif w in _ENV_FLAGS or w.startswith(("--unset=", "--chdir=")):
+            pass
+        elif "=" in w and not w.startswith("-"):
+            k, _, v = w.partition("=")
+            sets[k] = v
+        else:
+            break
         i += 1
     return sets, argv[i:]
+
+
+def environment_of(sets: dict[str, str]) -> dict[str, str]:
+    """The environment ``env`` gives its program: this process's (or none,
+    after ``-i``) with the assignments applied."""
+    base = {} if "" in sets else dict(os.environ)
+    return {**base, **{k: v for k, v in sets.items() if k}}
 
 
 def program_of(argv) -> str:
@@ -69,7 +92,7 @@ def own_libraries(argv) -> dict[str, str]:
         # ldd of an untrusted program may run it; these are the user's own
         # programs, which the run is about to start anyway.
         r = subprocess.run([ldd, prog], capture_output=True, text=True, timeout=10,
-                           env={**os.environ, **sets})
+                           env={"PATH": os.defpath, **environment_of(sets)})
     except (OSError, subprocess.SubprocessError):
         return {}
     out = {}

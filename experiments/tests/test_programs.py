@@ -2,20 +2,28 @@
 libraries it loads from outside the system: what a reference arm's run
 notes name, so a library picked up from the wrong build shows in the
 report (docs/experiments.md, "Reference arms")."""
+import os
 import shutil
 import sys
 
 import pytest
 
-from p4cc_exp.programs import library_note, missing_program, own_libraries, program_of, split_env
+from p4cc_exp.programs import (environment_of, library_note, missing_program, own_libraries,
+                               program_of, split_env)
 
 
 def test_env_assignments_are_split_from_the_command():
     assert split_env(["env", "A=1", "LD_LIBRARY_PATH=/x", "prog", "B=2"]) == \
         ({"A": "1", "LD_LIBRARY_PATH": "/x"}, ["prog", "B=2"])
     assert split_env(["prog", "A=1"]) == ({}, ["prog", "A=1"])
-    assert split_env(["/usr/bin/env", "-i", "prog"]) == ({}, ["-i", "prog"])
     assert program_of(["env", "A=1", "/opt/x/sender", "{dst}"]) == "/opt/x/sender"
+    # env's options: -i empties the environment; -u and -C take a word.
+    assert split_env(["/usr/bin/env", "-i", "A=1", "-u", "B", "--chdir=/tmp", "prog", "-x"]) == \
+        ({"": "", "A": "1"}, ["prog", "-x"])
+    assert environment_of({"": "", "A": "1"}) == {"A": "1"}
+    assert environment_of({"A": "1"})["PATH"] == os.environ["PATH"]
+    # An option this does not know ends the prefix where it stands.
+    assert split_env(["env", "-S", "prog a"]) == ({}, ["-S", "prog a"])
 
 
 def test_a_missing_program_behind_env_is_the_one_named():
