@@ -134,6 +134,9 @@ def with_references(protocols, reference) -> list[str]:
     return out
 
 
+#: p4cc's PCC algorithms an experiment's PCC arms may name (user-space transport).
+PCC_VARIANTS = ("pcc", "pcc-allegro", "pcc-vivace", "pcc-vivace-loss")
+
 #: The p4cc arm a reference arm is held against.
 REFERENCE_OF = {"ref-pcc-allegro": "pcc", "ref-pcc-vivace": "pcc-vivace",
                 "ref-pcc-vivace-loss": "pcc-vivace-loss"}

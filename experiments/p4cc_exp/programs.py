@@ -22,8 +22,10 @@ SYSTEM_LIB_DIRS = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/libexec
 _LDD_LINE = re.compile(r"^\s*(\S+)\s+=>\s+(not found|\S+)")
 
 
-#: ``env``'s options without an argument, and those that take the next word.
-_ENV_FLAGS = {"-i", "--ignore-environment", "-", "-0", "--null"}
+#: ``env``'s options: those that empty the environment, the other ones
+#: without an argument, and those that take the next word.
+_ENV_CLEAR = {"-i", "--ignore-environment", "-"}
+_ENV_FLAGS = {"-0", "--null"}
 _ENV_WITH_ARG = {"-u", "--unset", "-C", "--chdir"}
 
 
@@ -39,7 +41,7 @@ def split_env(argv) -> tuple[dict[str, str], list[str]]:
     i = 1
     while i < len(argv):
         w = argv[i]
-        if w in ("-i", "--ignore-environment", "-"):
+        if w in _ENV_CLEAR:
             sets[""] = ""
         elif w in _ENV_WITH_ARG:
             i += 1

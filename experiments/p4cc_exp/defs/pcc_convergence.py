@@ -94,19 +94,14 @@ class PccConvergence(Experiment):
     def arms(self, p):
         if p["settle"] >= p["interval"]:
             raise ValueError("settle must be shorter than interval")
-        cc_params = {}
-        for kv in p["cc_params"]:
-            if "=" not in kv:
-                raise ValueError(f"cc_params: '{kv}' is not KEY=VALUE")
-            k, v = kv.split("=", 1)
-            cc_params[k.strip()] = v.strip()
+        cc_params = blocks.kv_params(p["cc_params"])
         topo = self.topology(p)
         n, iv = p["senders"], p["interval"]
         # The shared link, where s1 sends towards s2 (a topology fact, not a name).
         shared = port_between(topo, "s1", "s2")
         out = []
         for cc in p["protocols"]:
-            if cc not in KERNEL | {"pcc", "pcc-allegro", "pcc-vivace", "pcc-vivace-loss"} and not blocks.is_external(cc):
+            if cc not in KERNEL | set(blocks.PCC_VARIANTS) and not blocks.is_external(cc):
                 raise ValueError(f"protocols: unknown '{cc}' (pcc, pcc-vivace, cubic, reno, "
                                  "external, " + ", ".join(blocks.REFERENCES) + ")")
             dp = "kernel" if cc in KERNEL else "user"

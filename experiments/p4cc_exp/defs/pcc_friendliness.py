@@ -13,7 +13,7 @@ from ..params import Param, rate_bps, seconds, str_list
 from ..verdicts import RATE, verdict
 
 
-VARIANTS = {"pcc", "pcc-allegro", "pcc-vivace", "pcc-vivace-loss"}
+VARIANTS = set(blocks.PCC_VARIANTS)
 
 
 def mixed_arm(variant: str) -> str:
