@@ -94,6 +94,11 @@ pub struct VivaceUtility {
     pub low_loss_max: f64,
     /// Granularity of the charged RTT gradient; 0 = as measured.
     pub gradient_step: f64,
+    /// PCC-Uspace master's filter of the gradient (within the fit's
+    /// residual, negative, or small in start-up: 0). Without it the slope
+    /// counts as fitted, a negative one as a reward, as in the NSDI-2018
+    /// branch (`PCC::utility` charges `rtt_penalty` with its sign).
+    pub filter_gradient: bool,
 }
 
 impl VivaceUtility {
@@ -122,6 +127,9 @@ impl VivaceUtility {
     /// The gradient the utility charges for.
     pub fn effective_gradient(&self, s: &MiStats, starting: bool) -> f64 {
         let g = s.rtt_gradient;
+        if !self.filter_gradient {
+            return self.quantised(g);
+        }
         if s.rtt_gradient_error >= g.abs() || g < 0.0 {
             return 0.0;
         }
@@ -205,7 +213,7 @@ mod tests {
     fn vivace_matches_the_paper_and_filters_the_gradient_like_the_reference() {
         // The paper's utility with PCC-Uspace master's filters: no loss
         // split, no gradient step.
-        let v = VivaceUtility { exponent: 0.9, latency_coef: 900.0, loss_coef: 11.35, low_loss_coef: 1.0, low_loss_max: 0.0, gradient_step: 0.0 };
+        let v = VivaceUtility { exponent: 0.9, latency_coef: 900.0, loss_coef: 11.35, low_loss_coef: 1.0, low_loss_max: 0.0, gradient_step: 0.0, filter_gradient: true };
         assert!((v.of(100.0, 0.0, 0.0) - 100f64.powf(0.9)).abs() < 1e-12);
         assert!((v.of(100.0, 0.001, 0.02) - (100f64.powf(0.9) - 90.0 - 22.7)).abs() < 1e-9);
         let mut s = mi(1_250_000, 1_250_000, 0, 100.0);
@@ -233,7 +241,7 @@ mod tests {
     /// (x^0.9 = 63.0957...).
     #[test]
     fn vivace_charges_low_loss_at_c_1_like_the_authors_code() {
-        let v = VivaceUtility { exponent: 0.9, latency_coef: 900.0, loss_coef: 11.35, low_loss_coef: 1.0, low_loss_max: 0.03, gradient_step: 0.02 };
+        let v = VivaceUtility { exponent: 0.9, latency_coef: 900.0, loss_coef: 11.35, low_loss_coef: 1.0, low_loss_max: 0.03, gradient_step: 0.02, filter_gradient: true };
         let top = 100f64.powf(0.9);
         // 2 %: 1·100·0.02 = 2.
         assert!((v.of(100.0, 0.0, 0.02) - (top - 2.0)).abs() < 1e-9);
@@ -250,7 +258,7 @@ mod tests {
     /// truncated to even hundredths), hand-computed at x = 100 Mbit/s.
     #[test]
     fn vivace_counts_the_rtt_gradient_in_steps_of_0_02_like_the_authors_code() {
-        let v = VivaceUtility { exponent: 0.9, latency_coef: 900.0, loss_coef: 11.35, low_loss_coef: 1.0, low_loss_max: 0.03, gradient_step: 0.02 };
+        let v = VivaceUtility { exponent: 0.9, latency_coef: 900.0, loss_coef: 11.35, low_loss_coef: 1.0, low_loss_max: 0.03, gradient_step: 0.02, filter_gradient: true };
         let top = 100f64.powf(0.9);
         let mut s = mi(1_250_000, 1_250_000, 0, 100.0);
         s.rtt_gradient_error = 0.0;
@@ -266,6 +274,29 @@ mod tests {
         // The noise filter still comes first: a slope inside the fit's
         // residual is not charged whatever its size.
         s.rtt_gradient_error = 0.05;
+        assert_eq!(v.utility(&s, false), top);
+    }
+
+    /// The NSDI-2018 branch charges the fitted slope with its sign and no
+    /// noise filter (`PCC::utility`: `rtt_penalty` from `latency_info`, the
+    /// least-squares slope `CUDT` passes to `onMonitorEnds`; the clamp at
+    /// −0.2 is commented out), at its 11330 per unit: a shrinking RTT earns
+    /// utility, a slope inside the fit's residual counts. Hand-computed at
+    /// x = 100 Mbit/s.
+    #[test]
+    fn vivace_without_the_filter_charges_the_slope_with_its_sign_like_the_nsdi_branch() {
+        let v = VivaceUtility { exponent: 0.9, latency_coef: 11330.0, loss_coef: 11.35, low_loss_coef: 1.0, low_loss_max: 0.03, gradient_step: 0.02, filter_gradient: false };
+        let top = 100f64.powf(0.9);
+        let mut s = mi(1_250_000, 1_250_000, 0, 100.0);
+        // −4.5 % counts as −4 % (towards zero): 11330·100·0.04 = 45 320 earned.
+        s.rtt_gradient = -0.045;
+        s.rtt_gradient_error = 0.05;
+        assert!((v.utility(&s, false) - (top + 45_320.0)).abs() < 1e-6);
+        // Inside the residual, and in start-up, 2.5 % still counts as 2 %.
+        s.rtt_gradient = 0.025;
+        assert!((v.utility(&s, true) - (top - 22_660.0)).abs() < 1e-6);
+        // Below the step: nothing either way.
+        s.rtt_gradient = -0.0199;
         assert_eq!(v.utility(&s, false), top);
     }
 }

@@ -38,6 +38,7 @@ pub(crate) const PARAMS: &[ParamInfo] = gradient_param_table![
     ParamInfo { name: "low_loss_max", default: "0.03", doc: "an MI that lost at most this fraction is charged low_loss_coef instead of loss_coef (PCC-Uspace NSDI'18 branch: 0.03; 0 = the paper's single c)" },
     ParamInfo { name: "low_loss_coef", default: "1", doc: "loss penalty of MIs at or below low_loss_max (PCC-Uspace NSDI'18 branch: 1)" },
     ParamInfo { name: "gradient_step", default: "0.02", doc: "the RTT gradient is charged in whole steps of this, rounded towards zero (PCC-Uspace NSDI'18 branch: 0.02; 0 = as measured, PCC-Uspace master)" },
+    ParamInfo { name: "gradient_filter", default: "master", doc: "master: a gradient within the fit's residual, a negative one, or in start-up one below 1000/duration_µs counts as 0 (PCC-Uspace master); none: the slope as fitted, a negative one rewarded (PCC-Uspace NSDI'18 branch)" },
     ParamInfo { name: "startup_loss_pkts", default: "50", doc: "start-up leaves this many lost packets uncharged (PCC-Uspace NSDI'18 branch: 50; master: 0)" },
     ParamInfo { name: "startup_gradient_ignore", default: "0.2", doc: "while the start-up loss allowance lasts, a start-up MI's RTT gradient below this counts as 0 (PCC-Uspace NSDI'18 branch: 0.2; 0 = off)" },
     ParamInfo { name: "move_from", default: "base", doc: "the first step after a trial starts from: base = the trial's base rate (PCC-Uspace NSDI'18 branch), trial = the winning trial rate (master)" },
@@ -208,6 +209,7 @@ pub(crate) fn from_params(p: &Params, path: &PathInfo) -> Result<Vivace, CcError
         low_loss_coef: p.f64_in("low_loss_coef", 0.0, 1e9)?,
         low_loss_max: p.f64_in("low_loss_max", 0.0, 1.0)?,
         gradient_step: p.f64_in("gradient_step", 0.0, 1.0)?,
+        filter_gradient: p.choice("gradient_filter", &["master", "none"])? == "master",
     };
     let mut steps = VivaceSteps::from_params(p)?;
     steps.from_base = p.choice("move_from", &["base", "trial"])? == "base";
