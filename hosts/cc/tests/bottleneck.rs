@@ -279,6 +279,28 @@ fn pcc_vivace_fills_the_link_with_little_queue() {
     assert!(o.mean_queue < 50.0, "latency-aware: no standing queue: {o:?}");
 }
 
+/// The state's `mis_scored` and `mis_latency_moved` (written to each
+/// flow's cc_state.csv): Vivace-Loss has no latency term, so it never
+/// moves a score; Vivace-Latency charging the gradient as measured
+/// (`gradient_step=0`, PCC-Uspace master) is moved by the trials above
+/// capacity, whose queue raises the RTT; neither counts more MIs than it
+/// scored.
+#[test]
+fn pcc_counts_the_mis_its_latency_term_moved() {
+    let link = Link { capacity_bps: 20e6, access_bps: 1e9, buffer_pkts: 200, base_rtt_ns: 30_000_000, mark_k: None, step_ns: 50_000 };
+    let counts = |name: &str, params: &[(&str, &str)]| {
+        let mut cc = build(name, params, &link);
+        run(cc.as_mut(), &link, 10_000_000_000);
+        let st = cc.state();
+        eprintln!("{name}: {:?}", (st["mis_scored"], st["mis_latency_moved"]));
+        (st["mis_scored"], st["mis_latency_moved"])
+    };
+    let (scored, moved) = counts("pcc-vivace-loss", &[("init_rtt_us", "30000")]);
+    assert!(scored > 30.0 && moved == 0.0, "Vivace-Loss: {scored} scored, {moved} moved");
+    let (scored, moved) = counts("pcc-vivace", &[("init_rtt_us", "30000"), ("gradient_step", "0")]);
+    assert!(scored > 30.0 && moved > 0.0 && moved <= scored, "Vivace-Latency: {scored} scored, {moved} moved");
+}
+
 
 /// The INT and delay algorithms' path: 1 Gb/s with a 400 µs base RTT
 /// (411.2 µs with the packet's own transmission: about 37 packets in

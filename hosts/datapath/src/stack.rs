@@ -437,6 +437,7 @@ impl SenderStack {
                 self.report.bytes_acked += a.sender.acked_bytes();
                 let rec = self.record(&a, now);
                 self.logger.flow(&rec, &a.series)?;
+                self.logger.cc_state(rec.flow_id, a.sender.cc().state())?;
                 self.workload.on_flow_end(a.spec.id, now);
             } else {
                 i += 1;
@@ -492,6 +493,7 @@ impl SenderStack {
             self.report.bytes_acked += a.sender.acked_bytes();
             let rec = self.record(&a, now);
             self.logger.flow(&rec, &a.series)?;
+            self.logger.cc_state(rec.flow_id, a.sender.cc().state())?;
         }
         self.index.clear();
         Ok(())

@@ -6,6 +6,8 @@
 //!   multiples of the bin width in unix time ([`TPUT_HEADER`]).
 //! * `rtt.csv`: RTT samples (+ echoed queue depth) ([`RTT_HEADER`]).
 //! * `hops.csv` (optional): echoed hop records ([`HOPS_HEADER`]).
+//! * `cc_state.csv`: each flow's algorithm's own state and counters at the
+//!   flow's end, one row per name ([`CC_STATE_HEADER`]).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -16,6 +18,7 @@ pub const FLOWS_HEADER: &str = "flow_id,workload,round,datapath,cc,src,dst,size_
 pub const TPUT_HEADER: &str = "flow_id,bin_start_unix_ns,bin_ns,bytes,mbps";
 pub const RTT_HEADER: &str = "flow_id,t_unix_ns,rtt_ns,qdepth_pkts,cwnd_bytes,pacing_bps,inflight_bytes,target_delay_ns";
 pub const HOPS_HEADER: &str = "flow_id,t_unix_ns,hop,switch_id,egress_port,enq_qdepth,deq_timedelta_us,egress_ts_us";
+pub const CC_STATE_HEADER: &str = "flow_id,name,value";
 
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write {path}: {source}")]
@@ -141,6 +144,7 @@ pub struct FlowLogger {
     tput: BufWriter<File>,
     rtt: BufWriter<File>,
     hops: Option<BufWriter<File>>,
+    cc_state: BufWriter<File>,
     /// Log one RTT sample out of this many (1 = all).
     pub rtt_every: u64,
     rtt_counter: u64,
@@ -166,6 +170,7 @@ impl FlowLogger {
             tput: open("tput.csv", TPUT_HEADER)?,
             rtt: open("rtt.csv", RTT_HEADER)?,
             hops: if with_hops { Some(open("hops.csv", HOPS_HEADER)?) } else { None },
+            cc_state: open("cc_state.csv", CC_STATE_HEADER)?,
             rtt_every: rtt_every.max(1),
             rtt_counter: 0,
             bin_ns: bin_ns.max(1),
@@ -243,8 +248,20 @@ impl FlowLogger {
         Ok(())
     }
 
+    /// The flow's algorithm's state at its end (`CongestionControl::state`);
+    /// a value that is not a finite number is left empty.
+    pub fn cc_state<'a>(&mut self, flow_id: u32, state: impl IntoIterator<Item = (&'a str, f64)>) -> Result<(), LogError> {
+        let path = self.dir.join("cc_state.csv");
+        for (name, v) in state {
+            let v = if v.is_finite() { v.to_string() } else { String::new() };
+            writeln!(self.cc_state, "{flow_id},{},{v}", csv_field(name)).map_err(|source| LogError { path: path.clone(), source })?;
+        }
+        Ok(())
+    }
+
     pub fn flush(&mut self) -> Result<(), LogError> {
         self.flows.flush().map_err(self.e("flows.csv"))?;
+        self.cc_state.flush().map_err(self.e("cc_state.csv"))?;
         self.tput.flush().map_err(self.e("tput.csv"))?;
         self.rtt.flush().map_err(self.e("rtt.csv"))?;
         if let Some(h) = self.hops.as_mut() {
@@ -301,6 +318,7 @@ mod tests {
         l.flow(&r, &s).unwrap();
         l.rtt(3, 20_500_000, 100_000, Some(4), Some(14000), None, 1000, Some(30_000)).unwrap();
         l.hops(3, 20_500_000, &[(1, 2, 3, 4, 5)]).unwrap();
+        l.cc_state(3, [("alpha", 0.0625), ("rate, bps", 1.5e9), ("ratio", f64::NAN)]).unwrap();
         l.flush().unwrap();
         let flows = std::fs::read_to_string(dir.join("flows.csv")).unwrap();
         let mut lines = flows.lines();
@@ -313,6 +331,9 @@ mod tests {
         assert_eq!(rtt.lines().nth(1), Some("3,20500000,100000,4,14000,,1000,30000"));
         let hops = std::fs::read_to_string(dir.join("hops.csv")).unwrap();
         assert_eq!(hops.lines().nth(1), Some("3,20500000,0,1,2,3,4,5"));
+        let cc = std::fs::read_to_string(dir.join("cc_state.csv")).unwrap();
+        let want = [CC_STATE_HEADER, "3,alpha,0.0625", "3,\"rate, bps\",1500000000", "3,ratio,"];
+        assert_eq!(cc.lines().collect::<Vec<_>>(), want);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -19,11 +19,15 @@ pub struct Pcc<M> {
     /// Start-up RTT gradients below this count as 0 while the allowance
     /// lasts ([`ignore_startup_gradient`]).
     startup_gradient_ignore: f64,
+    /// MIs scored, and of them those whose latency term moved the score
+    /// (`state()`: `mis_scored`, `mis_latency_moved`).
+    mis_scored: u64,
+    mis_latency_moved: u64,
 }
 
 impl<M: Mover> Pcc<M> {
     pub fn new(name: &'static str, ctl: Controller<M>, mon: Monitor, utility: Box<dyn Utility>) -> Self {
-        Pcc { name, ctl, mon, utility, startup_loss_allowance: 0, startup_gradient_ignore: 0.0 }
+        Pcc { name, ctl, mon, utility, startup_loss_allowance: 0, startup_gradient_ignore: 0.0, mis_scored: 0, mis_latency_moved: 0 }
     }
 
     /// Start-up leaves the first `bytes` it loses uncharged
@@ -54,6 +58,10 @@ impl<M: Mover> Pcc<M> {
             }
             // A non-finite utility (degenerate input) carries no information.
             let u = (!st.is_void()).then(|| self.utility.utility(&st, starting)).filter(|u| u.is_finite());
+            if u.is_some() {
+                self.mis_scored += 1;
+                self.mis_latency_moved += u64::from(self.utility.latency_moved(&st, starting));
+            }
             self.ctl.on_utility(st.id, st.rate_bps, u);
         }
     }
@@ -152,6 +160,8 @@ impl<M: Mover> CongestionControl for Pcc<M> {
             m.insert("mi_rate_mbps", r / 1e6);
         }
         m.insert("srtt_us", self.mon.srtt_ns() / 1e3);
+        m.insert("mis_scored", self.mis_scored as f64);
+        m.insert("mis_latency_moved", self.mis_latency_moved as f64);
         self.ctl.export(&mut m);
         m
     }

@@ -14,6 +14,10 @@ use super::monitor::MiStats;
 /// Allegro tolerates a larger RTT change).
 pub trait Utility: Send + std::fmt::Debug {
     fn utility(&self, s: &MiStats, starting: bool) -> f64;
+    /// Whether the MI's latency term moved its score: how often a PCC
+    /// sender's decisions rest on the RTT is what sets the Vivaces apart
+    /// on a noisy path (docs/experiments.md, pcc-lossy's reference arms).
+    fn latency_moved(&self, s: &MiStats, starting: bool) -> bool;
 }
 
 /// PCC Allegro as PCC-Uspace computes it (`PccUtilityManager::
@@ -60,11 +64,21 @@ impl AllegroUtility {
     }
 }
 
+impl AllegroUtility {
+    fn factor_of(&self, s: &MiStats, starting: bool) -> f64 {
+        let tolerance = if starting { self.rtt_tolerance_startup } else { self.rtt_tolerance };
+        self.latency_factor(s.srtt_start_ns, s.srtt_end_ns, tolerance)
+    }
+}
+
 impl Utility for AllegroUtility {
     fn utility(&self, s: &MiStats, starting: bool) -> f64 {
-        let tolerance = if starting { self.rtt_tolerance_startup } else { self.rtt_tolerance };
-        let lat = self.latency_factor(s.srtt_start_ns, s.srtt_end_ns, tolerance);
+        let lat = self.factor_of(s, starting);
         self.of(s.throughput_bps() / 1e6, s.loss_rate(), s.send_rate_bps() / 1e6, lat)
+    }
+    /// With the factor, an RTT within the tolerance gives the neutral 1/2.
+    fn latency_moved(&self, s: &MiStats, starting: bool) -> bool {
+        self.rtt_coef != 0.0 && self.factor_of(s, starting) != 0.5
     }
 }
 
@@ -154,6 +168,9 @@ impl VivaceUtility {
 impl Utility for VivaceUtility {
     fn utility(&self, s: &MiStats, starting: bool) -> f64 {
         self.of(s.send_rate_bps() / 1e6, self.effective_gradient(s, starting), s.loss_rate())
+    }
+    fn latency_moved(&self, s: &MiStats, starting: bool) -> bool {
+        self.latency_coef != 0.0 && self.effective_gradient(s, starting) != 0.0
     }
 }
 
