@@ -29,8 +29,9 @@ ROW_CSV = {"postcard": 90.0, "rtt": 48.0, "tput": 43.0}
 #: (Parquet measured 1.0, 2.3, 4.5 with clocks stored as deltas, 2026-11-27;
 #: rounded up: other experiments' series are less regular)
 ROW_PARQUET = {"postcard": 2.0, "rtt": 3.0, "tput": 5.0}
-#: per flow: its flows.csv / recv_flows.csv rows
-FLOW_BYTES = 400.0
+#: per flow: its flows.csv / recv_flows.csv rows, and its cc_state.csv
+#: rows (up to ~15 names of ~20 bytes: PCC's, BBR's)
+FLOW_BYTES = 700.0
 #: per arm: logs, measure.json, fidelity.json, Parquet footers
 ARM_FIXED = 200e3
 #: per run: plan.json, params.json, summary.json, plots, report.html

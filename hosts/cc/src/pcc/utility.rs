@@ -59,15 +59,13 @@ impl AllegroUtility {
         sigmoid(self.rtt_coef, 1.0 - ratio)
     }
 
-    pub fn of(&self, throughput_mbps: f64, loss: f64, rate_mbps: f64, latency_factor: f64) -> f64 {
-        throughput_mbps * sigmoid(self.alpha, loss - self.loss_threshold) * latency_factor - rate_mbps * loss
-    }
-}
-
-impl AllegroUtility {
     fn factor_of(&self, s: &MiStats, starting: bool) -> f64 {
         let tolerance = if starting { self.rtt_tolerance_startup } else { self.rtt_tolerance };
         self.latency_factor(s.srtt_start_ns, s.srtt_end_ns, tolerance)
+    }
+
+    pub fn of(&self, throughput_mbps: f64, loss: f64, rate_mbps: f64, latency_factor: f64) -> f64 {
+        throughput_mbps * sigmoid(self.alpha, loss - self.loss_threshold) * latency_factor - rate_mbps * loss
     }
 }
 
