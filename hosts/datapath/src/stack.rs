@@ -420,6 +420,16 @@ impl SenderStack {
         Ok(sent_any)
     }
 
+    /// A flow that is over: its bytes counted, its flows.csv, tput.csv and
+    /// cc_state.csv rows written.
+    fn log_ended(&mut self, a: &Active, now: u64) -> Result<(), DatapathError> {
+        self.report.bytes_acked += a.sender.acked_bytes();
+        let rec = self.record(a, now);
+        self.logger.flow(&rec, &a.series)?;
+        self.logger.cc_state(rec.flow_id, a.sender.cc().state())?;
+        Ok(())
+    }
+
     /// Logs and removes finished flows.
     pub fn reap(&mut self, now: u64) -> Result<(), DatapathError> {
         let mut i = 0;
@@ -434,10 +444,7 @@ impl SenderStack {
                     FlowState::Complete { .. } => self.report.flows_complete += 1,
                     _ => self.report.flows_failed += 1,
                 }
-                self.report.bytes_acked += a.sender.acked_bytes();
-                let rec = self.record(&a, now);
-                self.logger.flow(&rec, &a.series)?;
-                self.logger.cc_state(rec.flow_id, a.sender.cc().state())?;
+                self.log_ended(&a, now)?;
                 self.workload.on_flow_end(a.spec.id, now);
             } else {
                 i += 1;
@@ -490,10 +497,7 @@ impl SenderStack {
         }
         for a in std::mem::take(&mut self.flows) {
             self.report.flows_failed += 1;
-            self.report.bytes_acked += a.sender.acked_bytes();
-            let rec = self.record(&a, now);
-            self.logger.flow(&rec, &a.series)?;
-            self.logger.cc_state(rec.flow_id, a.sender.cc().state())?;
+            self.log_ended(&a, now)?;
         }
         self.index.clear();
         Ok(())

@@ -57,12 +57,12 @@ impl<M: Mover> Pcc<M> {
                 forgive_startup_loss(&mut st, &mut self.startup_loss_allowance);
             }
             // A non-finite utility (degenerate input) carries no information.
-            let u = (!st.is_void()).then(|| self.utility.utility(&st, starting)).filter(|u| u.is_finite());
-            if u.is_some() {
+            let score = (!st.is_void()).then(|| self.utility.score(&st, starting)).filter(|s| s.utility.is_finite());
+            if let Some(s) = score {
                 self.mis_scored += 1;
-                self.mis_latency_moved += u64::from(self.utility.latency_moved(&st, starting));
+                self.mis_latency_moved += u64::from(s.latency_moved);
             }
-            self.ctl.on_utility(st.id, st.rate_bps, u);
+            self.ctl.on_utility(st.id, st.rate_bps, score.map(|s| s.utility));
         }
     }
 }

@@ -13,11 +13,19 @@ use super::monitor::MiStats;
 /// during start-up (Vivace treats small RTT gradients as noise there;
 /// Allegro tolerates a larger RTT change).
 pub trait Utility: Send + std::fmt::Debug {
-    fn utility(&self, s: &MiStats, starting: bool) -> f64;
-    /// Whether the MI's latency term moved its score: how often a PCC
-    /// sender's decisions rest on the RTT is what sets the Vivaces apart
-    /// on a noisy path (docs/experiments.md, pcc-lossy's reference arms).
-    fn latency_moved(&self, s: &MiStats, starting: bool) -> bool;
+    fn score(&self, s: &MiStats, starting: bool) -> Score;
+    fn utility(&self, s: &MiStats, starting: bool) -> f64 {
+        self.score(s, starting).utility
+    }
+}
+
+/// An MI's utility, and whether its latency term moved it: how often a
+/// PCC sender's decisions rest on the RTT is what sets the Vivaces apart
+/// on a noisy path (docs/experiments.md, pcc-lossy's reference arms).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Score {
+    pub utility: f64,
+    pub latency_moved: bool,
 }
 
 /// PCC Allegro as PCC-Uspace computes it (`PccUtilityManager::
@@ -70,13 +78,13 @@ impl AllegroUtility {
 }
 
 impl Utility for AllegroUtility {
-    fn utility(&self, s: &MiStats, starting: bool) -> f64 {
-        let lat = self.factor_of(s, starting);
-        self.of(s.throughput_bps() / 1e6, s.loss_rate(), s.send_rate_bps() / 1e6, lat)
-    }
     /// With the factor, an RTT within the tolerance gives the neutral 1/2.
-    fn latency_moved(&self, s: &MiStats, starting: bool) -> bool {
-        self.rtt_coef != 0.0 && self.factor_of(s, starting) != 0.5
+    fn score(&self, s: &MiStats, starting: bool) -> Score {
+        let lat = self.factor_of(s, starting);
+        Score {
+            utility: self.of(s.throughput_bps() / 1e6, s.loss_rate(), s.send_rate_bps() / 1e6, lat),
+            latency_moved: self.rtt_coef != 0.0 && lat != 0.5,
+        }
     }
 }
 
@@ -164,11 +172,9 @@ impl VivaceUtility {
 }
 
 impl Utility for VivaceUtility {
-    fn utility(&self, s: &MiStats, starting: bool) -> f64 {
-        self.of(s.send_rate_bps() / 1e6, self.effective_gradient(s, starting), s.loss_rate())
-    }
-    fn latency_moved(&self, s: &MiStats, starting: bool) -> bool {
-        self.latency_coef != 0.0 && self.effective_gradient(s, starting) != 0.0
+    fn score(&self, s: &MiStats, starting: bool) -> Score {
+        let g = self.effective_gradient(s, starting);
+        Score { utility: self.of(s.send_rate_bps() / 1e6, g, s.loss_rate()), latency_moved: self.latency_coef != 0.0 && g != 0.0 }
     }
 }
 
