@@ -44,6 +44,16 @@ enum RegArray {
 
 type VsetMember = (Vec<u8>, Vec<u128>);
 
+/// An array of cells as native code reads it: its address and length
+/// (0 and 0 for a register array wider than 64 bits, which native code
+/// never touches).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RawCells {
+    pub addr: usize,
+    pub len: usize,
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct CloneSession {
     pub replicas: Vec<Replica>,
@@ -58,6 +68,11 @@ pub struct State {
     tables_gen: AtomicU64,
     counters: Vec<Box<[Cell]>>,
     registers: Vec<RegArray>,
+    /// Where each counter array's cells and each narrow register array's
+    /// cells lie, for native code (jit): the boxes above never move or
+    /// change length once built.
+    counter_cells: Box<[RawCells]>,
+    reg_cells: Box<[RawCells]>,
     clone_sessions: RwLock<HashMap<u32, CloneSession>>,
     mcast: RwLock<HashMap<u16, Vec<Replica>>>,
     /// per value set: (member as given, member split per key field)
@@ -78,7 +93,7 @@ impl State {
     pub fn new(program: Arc<Program>) -> State {
         let p = &*program;
         let tables = (0..p.table_defs.len()).map(|t| RwLock::new(Arc::new(TableState::new(p, t)))).collect();
-        let counters = p
+        let counters: Vec<Box<[Cell]>> = p
             .counter_infos
             .iter()
             .map(|c| {
@@ -86,7 +101,7 @@ impl State {
                 (0..n).map(|_| Cell::default()).collect::<Vec<_>>().into_boxed_slice()
             })
             .collect();
-        let registers = p
+        let registers: Vec<RegArray> = p
             .register_infos
             .iter()
             .map(|r| {
@@ -101,11 +116,21 @@ impl State {
             })
             .collect();
         let vsets = p.vset_infos.iter().map(|_| RwLock::new(Vec::new())).collect();
+        let counter_cells = counters.iter().map(|c| RawCells { addr: c.as_ptr() as usize, len: c.len() }).collect();
+        let reg_cells = registers
+            .iter()
+            .map(|r| match r {
+                RegArray::Narrow { cells, .. } => RawCells { addr: cells.as_ptr() as usize, len: cells.len() },
+                RegArray::Wide { .. } => RawCells { addr: 0, len: 0 },
+            })
+            .collect();
         State {
             tables,
             tables_gen: AtomicU64::new(0),
             counters,
             registers,
+            counter_cells,
+            reg_cells,
             clone_sessions: RwLock::new(HashMap::new()),
             mcast: RwLock::new(HashMap::new()),
             vsets,
@@ -348,6 +373,16 @@ impl State {
     pub(crate) fn table_snapshots(&self, out: &mut Vec<Arc<TableState>>) {
         out.clear();
         out.extend(self.tables.iter().map(|l| read(l).clone()));
+    }
+
+    /// The counter arrays' cells, by counter index (jit).
+    pub(crate) fn counter_table(&self) -> &[RawCells] {
+        &self.counter_cells
+    }
+
+    /// The narrow register arrays' cells, by register index (jit).
+    pub(crate) fn reg_table(&self) -> &[RawCells] {
+        &self.reg_cells
     }
 
     pub(crate) fn counter_inc(&self, c: usize, idx: i128, bytes: u64) {

@@ -24,7 +24,9 @@ use std::sync::{Arc, OnceLock};
 /// Table keys of up to this many fields are built on the stack.
 const SMALL_KEY: usize = 4;
 
-/// Counter cell (packets and bytes), updated with relaxed atomics.
+/// Counter cell (packets and bytes), updated with relaxed atomics. C
+/// layout: native code adds to `bytes` at offset 0 and `packets` at 8.
+#[repr(C)]
 #[derive(Debug, Default)]
 pub(crate) struct Cell {
     pub bytes: AtomicU64,

@@ -115,10 +115,3 @@ pub(super) unsafe extern "C" fn cond(env: *mut Env, c: u64) -> u8 {
     let ctx = Ctx { p: run.x.p, phv: &pkt.phv, args: &[], state: run.x.state };
     (run.fast.conds[c as usize])(&ctx) as u8
 }
-
-/// `counter.count(idx)`, the index as the two halves of an i128.
-pub(super) unsafe extern "C" fn count(env: *mut Env, counter: u64, lo: u64, hi: u64) {
-    let (_, run, pkt) = parts(env);
-    let idx = ((hi as u128) << 64 | lo as u128) as i128;
-    run.x.state.counter_inc(counter as usize, idx, pkt.ingress_length as u64);
-}

@@ -10,12 +10,17 @@
 //! that narrow — which are carried in one 64-bit register: on those
 //! values i64 arithmetic and unsigned compares give the i128 results.
 
-use super::{ArgSel, Jit, ENV_ARGS, ENV_DIRTY, ENV_EXIT, ENV_F, ENV_NARGS, ENV_VALID};
+use super::{
+    ArgSel, Jit, CELLS_ADDR, CELLS_LEN, CELLS_STRIDE, ENV_ARGS, ENV_COUNTERS, ENV_DIRTY, ENV_EXIT, ENV_F,
+    ENV_INGRESS_LENGTH, ENV_NARGS, ENV_PKT_LEN_REG, ENV_REGS, ENV_VALID,
+};
+use crate::bits::mask;
 use crate::ir::{BinOp, Expr, HdrRef, KeySrc, LValue, NextMode, Node, Prim, Program};
 use crate::phv::{fit, CHUNK_SHIFT};
 use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::AtomicRmwOp;
 use cranelift_codegen::isa::TargetFrontendConfig;
-use cranelift_codegen::ir::types::{I128, I64, I8};
+use cranelift_codegen::ir::types::{I128, I32, I64, I8};
 use cranelift_codegen::ir::{Block, InstBuilder, MemFlagsData, SigRef, Value};
 use cranelift_frontend::FunctionBuilder;
 use std::collections::HashMap;
@@ -27,7 +32,13 @@ pub(super) struct Helpers {
     pub prim: (usize, SigRef),
     pub action: (usize, SigRef),
     pub cond: (usize, SigRef),
-    pub count: (usize, SigRef),
+}
+
+/// Inside the block where a cell exists: the cell's address, and where
+/// both paths meet again.
+struct InRange {
+    addr: Value,
+    done: Block,
 }
 
 /// A value: `N` in an i64 holding a value known to be in [0, 2^64), `W`
@@ -337,11 +348,64 @@ impl<'a, 'f> Lower<'a, 'f> {
                 self.store(*d, v);
             }
             Prim::Count { counter, idx } => {
-                let Some(v) = self.data(idx, args) else { return false };
-                let (lo, hi) = self.halves(v);
-                let c = self.b.ins().iconst(I64, *counter as i64);
-                let env = self.env;
-                self.call(self.h.count, &[env, c, lo, hi]);
+                // `State::counter_inc`: a cell in range gets the packet's
+                // ingress length and one packet.
+                let Some(i) = self.data(idx, args) else { return false };
+                let cell = self.cell_in_range(ENV_COUNTERS, *counter, i, 16);
+                let bytes = self.b.ins().load(I64, flags(), self.env, ENV_INGRESS_LENGTH);
+                let one = self.b.ins().iconst(I64, 1);
+                let packets = self.b.ins().iadd_imm_u(cell.addr, 8);
+                self.b.ins().atomic_rmw(I64, flags(), AtomicRmwOp::Add, cell.addr, bytes);
+                self.b.ins().atomic_rmw(I64, flags(), AtomicRmwOp::Add, packets, one);
+                self.end_in_range(cell);
+            }
+            Prim::RegisterRead { dst: LValue::Slot(d), reg, idx }
+                if !p.slots[*d].saturating && p.register_infos[*reg].bitwidth <= 64 =>
+            {
+                // `State::reg_get` and `Phv::set`: an index out of range
+                // leaves the destination as it was.
+                let Some(i) = self.data(idx, args) else { return false };
+                let cell = self.cell_in_range(ENV_REGS, *reg, i, 8);
+                let v = self.b.ins().load(I64, flags(), cell.addr, 0);
+                let v = self.and_const(V::N(v), p.slots[*d].mask);
+                self.store(*d, v);
+                self.end_in_range(cell);
+            }
+            Prim::RegisterWrite { reg, idx, val } if p.register_infos[*reg].bitwidth <= 64 => {
+                // `State::reg_set`: the value cut to the register's width.
+                let Some(i) = self.data(idx, args) else { return false };
+                let Some(v) = self.data(val, args) else { return false };
+                let v = self.and_const(v, mask(p.register_infos[*reg].bitwidth));
+                let v = self.low(v);
+                let cell = self.cell_in_range(ENV_REGS, *reg, i, 8);
+                self.b.ins().store(flags(), v, cell.addr, 0);
+                self.end_in_range(cell);
+            }
+            Prim::AddHeader(HdrRef::Fixed(h)) if p.headers[*h].union_of.is_none() => {
+                // `actions::run`: a header not yet valid is zeroed, made
+                // valid and counted into the length register.
+                let hd = &p.headers[*h];
+                let (first, n, nbytes) = (hd.first_slot, hd.nfields, hd.nbytes as i64);
+                let done = self.if_valid_is(*h, false);
+                let zero = self.b.ins().iconst(I64, 0);
+                for s in first..first + n {
+                    self.b.ins().store(flags(), zero, self.f, (s * 16) as i32);
+                    self.b.ins().store(flags(), zero, self.f, (s * 16 + 8) as i32);
+                }
+                self.set_valid_bit(*h, true);
+                self.add_pkt_len(nbytes);
+                self.end_if(done);
+            }
+            Prim::AddHeaderFast(HdrRef::Fixed(h)) if p.headers[*h].union_of.is_none() => {
+                self.set_valid_bit(*h, true);
+            }
+            Prim::RemoveHeader(HdrRef::Fixed(h)) => {
+                // A valid header leaves the length register and is made
+                // invalid; an invalid one stays as it is.
+                let done = self.if_valid_is(*h, true);
+                self.set_valid_bit(*h, false);
+                self.add_pkt_len(-(p.headers[*h].nbytes as i64));
+                self.end_if(done);
             }
             Prim::MarkToDrop { egress_spec, mcast_grp } => {
                 // `Phv::set` of constants: fitted here, once.
@@ -364,6 +428,76 @@ impl<'a, 'f> Lower<'a, 'f> {
             _ => return false,
         }
         true
+    }
+
+    // ---- counter and register cells
+
+    /// Branches into a new block where cell `i` of array `a` exists, `a`
+    /// indexing the state's table of arrays at Env offset `table`
+    /// (`stride` bytes a cell); the lengths are the state's, read at run
+    /// time. `end_in_range` joins the paths again.
+    fn cell_in_range(&mut self, table: i32, a: usize, i: V, stride: i64) -> InRange {
+        let base = self.b.ins().load(I64, flags(), self.env, table);
+        let entry = (a as i64 * CELLS_STRIDE) as i32;
+        let len = self.b.ins().load(I64, flags(), base, entry + CELLS_LEN);
+        let start = self.b.ins().load(I64, flags(), base, entry + CELLS_ADDR);
+        // An index as the interpreter's i128: in range if in [0, 2^64)
+        // and below the length.
+        let (lo, hi) = self.halves(i);
+        let below = self.b.ins().icmp(IntCC::UnsignedLessThan, lo, len);
+        let ok = match i {
+            V::N(_) => below,
+            V::W(_) => {
+                let narrow = self.b.ins().icmp_imm_u(IntCC::Equal, hi, 0);
+                self.b.ins().band(below, narrow)
+            }
+        };
+        let body = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.ins().brif(ok, body, &[], done, &[]);
+        self.b.switch_to_block(body);
+        let off = self.b.ins().imul_imm_u(lo, stride);
+        let addr = self.b.ins().iadd(start, off);
+        InRange { addr, done }
+    }
+
+    /// Ends the block `cell_in_range` opened.
+    fn end_in_range(&mut self, cell: InRange) {
+        self.end_if(cell.done);
+    }
+
+    /// Branches into a new block where header `h`'s validity is `is`;
+    /// returns where the paths meet again (for `end_if`).
+    fn if_valid_is(&mut self, h: usize, is: bool) -> Block {
+        let v = self.valid_bit(h);
+        let body = self.b.create_block();
+        let done = self.b.create_block();
+        if is {
+            self.b.ins().brif(v, body, &[], done, &[]);
+        } else {
+            self.b.ins().brif(v, done, &[], body, &[]);
+        }
+        self.b.switch_to_block(body);
+        done
+    }
+
+    /// Ends a conditional block: on to `done`, where code goes on.
+    fn end_if(&mut self, done: Block) {
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
+    }
+
+    fn set_valid_bit(&mut self, h: usize, v: bool) {
+        let b = self.b.ins().iconst(I8, v as i64);
+        self.b.ins().store(flags(), b, self.valid, h as i32);
+    }
+
+    /// Adds `n` (two's complement) to the packet's length register.
+    fn add_pkt_len(&mut self, n: i64) {
+        let at = self.b.ins().load(I64, flags(), self.env, ENV_PKT_LEN_REG);
+        let len = self.b.ins().load(I32, flags(), at, 0);
+        let len = self.b.ins().iadd_imm_s(len, n);
+        self.b.ins().store(flags(), len, at, 0);
     }
 
     // ---- values
@@ -553,6 +687,36 @@ impl<'a, 'f> Lower<'a, 'f> {
                             Or => self.b.ins().bor(a, b),
                             _ => self.b.ins().bxor(a, b),
                         })
+                    }
+                }
+            }
+            // `Ctx::eval`'s shifts by a constant in [0, 128); other
+            // amounts keep the fast path.
+            Expr::Bin(op @ (Shl | Shr | ShrU), l, r) => {
+                let Expr::Const(c) = **r else { return None };
+                if !(0..128).contains(&c) {
+                    return None;
+                }
+                let a = self.data(l, args)?;
+                let c = c as i64;
+                match (op, a) {
+                    (_, a) if c == 0 => a,
+                    // A value in [0, 2^64) shifted right stays there, and
+                    // is its own sign-extension.
+                    (Shr | ShrU, V::N(_)) if c >= 64 => V::N(self.b.ins().iconst(I64, 0)),
+                    (Shr | ShrU, V::N(x)) => V::N(self.b.ins().ushr_imm_u(x, c)),
+                    (ShrU, V::W(x)) => {
+                        let k = self.b.ins().iconst(I64, c);
+                        V::W(self.b.ins().ushr(x, k))
+                    }
+                    (Shr, V::W(x)) => {
+                        let k = self.b.ins().iconst(I64, c);
+                        V::W(self.b.ins().sshr(x, k))
+                    }
+                    (_, a) => {
+                        let w = self.wide(a);
+                        let k = self.b.ins().iconst(I64, c);
+                        V::W(self.b.ins().ishl(w, k))
                     }
                 }
             }

@@ -22,6 +22,7 @@ mod lower;
 pub(crate) use helpers::Run;
 
 use crate::ir::{Node, Program};
+use crate::state::RawCells;
 use cranelift_codegen::ir::types::{I64, I8};
 use cranelift_codegen::ir::{AbiParam, UserFuncName};
 use cranelift_codegen::settings::{self, Configurable};
@@ -44,6 +45,14 @@ pub(crate) struct Env {
     args: *const u128,
     nargs: u64,
     run: *mut std::ffi::c_void,
+    /// The state's counter and narrow register arrays (`State::counter_table`,
+    /// `State::reg_table`), for `count` and register reads and writes inline.
+    counters: *const RawCells,
+    regs: *const RawCells,
+    /// The packet's length register (header additions and removals move
+    /// it) and its length at ingress (what `count` adds).
+    pkt_len_reg: *mut u32,
+    ingress_length: u64,
 }
 // Where the generated code finds each field (8 bytes each on a 64-bit host).
 const ENV_F: i32 = std::mem::offset_of!(Env, f) as i32;
@@ -52,6 +61,14 @@ const ENV_DIRTY: i32 = std::mem::offset_of!(Env, dirty) as i32;
 const ENV_EXIT: i32 = std::mem::offset_of!(Env, exit) as i32;
 const ENV_ARGS: i32 = std::mem::offset_of!(Env, args) as i32;
 const ENV_NARGS: i32 = std::mem::offset_of!(Env, nargs) as i32;
+const ENV_COUNTERS: i32 = std::mem::offset_of!(Env, counters) as i32;
+const ENV_REGS: i32 = std::mem::offset_of!(Env, regs) as i32;
+const ENV_PKT_LEN_REG: i32 = std::mem::offset_of!(Env, pkt_len_reg) as i32;
+const ENV_INGRESS_LENGTH: i32 = std::mem::offset_of!(Env, ingress_length) as i32;
+// A RawCells entry: its address, then its length.
+const CELLS_STRIDE: i64 = std::mem::size_of::<RawCells>() as i64;
+const CELLS_LEN: i32 = std::mem::offset_of!(RawCells, len) as i32;
+const CELLS_ADDR: i32 = std::mem::offset_of!(RawCells, addr) as i32;
 
 /// How a helper finds an action's data: an index into `Jit::consts`, or
 /// the looked-up entry's.
@@ -171,7 +188,6 @@ impl Jit {
                     prim: (helpers::prim as *const () as usize, sig(&[I64, I64, I64, I64], None)),
                     action: (helpers::action as *const () as usize, sig(&[I64, I64, I64], None)),
                     cond: (helpers::cond as *const () as usize, sig(&[I64, I64], Some(I8))),
-                    count: (helpers::count as *const () as usize, sig(&[I64, I64, I64, I64], None)),
                 }
             };
             let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
@@ -212,6 +228,7 @@ impl Jit {
         unsafe {
             let pkt = &mut *run.pkt;
             let (fp, valid, dirty) = pkt.phv.raw_parts();
+            let state = run.x.state;
             let mut env = Env {
                 f: fp,
                 valid,
@@ -220,6 +237,10 @@ impl Jit {
                 args: run.args.as_ptr(),
                 nargs: 0,
                 run: run as *mut Run as *mut std::ffi::c_void,
+                counters: state.counter_table().as_ptr(),
+                regs: state.reg_table().as_ptr(),
+                pkt_len_reg: &mut pkt.pkt_len_reg,
+                ingress_length: pkt.ingress_length as u64,
             };
             f(&mut env);
         }
