@@ -187,6 +187,16 @@ impl HeaderCodec {
         HeaderCodec { plan, reach }
     }
 
+    /// Each field's position as (byte offset, right shift, mask) within
+    /// the big-endian 64-bit word at that offset, when every field fits one
+    /// (native code extracts such headers; `reach` bytes must be readable).
+    pub(crate) fn narrow_fields(&self) -> Option<impl Iterator<Item = (usize, u32, u64)> + '_> {
+        match &self.plan {
+            Plan::Narrow(fields, _) => Some(fields.iter().map(|n| (n.off, n.shift, n.mask))),
+            Plan::General(_) => None,
+        }
+    }
+
     /// Bytes a fast extract or deparse touches from the header's start (at
     /// least the header's own).
     pub fn reach(&self) -> usize {

@@ -138,16 +138,19 @@ fn run_action(fast: Option<&FastProgram>, x: &mut Exec, pkt: &mut Pkt, a: usize,
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_pipeline(
-    p: &Program,
-    state: &State,
-    s: &mut Scratch,
-    fast: Option<&FastProgram>,
-    native: Option<&Jit>,
-    pkt: &mut Pkt,
-    pipe: Pipe,
-) {
+/// What a packet's pass runs, borrowed from the engine apart from its
+/// scratch space: the program, its state, the fast path's closures and
+/// the native code (each None when off).
+#[derive(Clone, Copy)]
+struct Code<'a> {
+    p: &'a Program,
+    state: &'a State,
+    fast: Option<&'a FastProgram>,
+    native: Option<&'a Jit>,
+}
+
+fn run_pipeline(c: Code, s: &mut Scratch, pkt: &mut Pkt, pipe: Pipe) {
+    let Code { p, state, fast, native } = c;
     let gen = state.tables_gen();
     if gen != s.tables_gen {
         state.table_snapshots(&mut s.tables);
@@ -298,14 +301,20 @@ impl Engine {
         self.ingress_common(pkt, &frame, port, out, 0);
     }
 
-    fn ingress_common(&mut self, mut pkt: Box<Pkt>, frame: &[u8], ingress_port: u32, out: &mut Vec<Queued>, depth: u32) {
-        // Fields borrowed apart, not `Arc`s cloned: two atomic operations
-        // per clone were a measurable part of a packet.
-        let (p, state, fast, s) = (&*self.prog, &*self.state, self.fast.as_deref(), &mut self.s);
+    /// The engine's code and its scratch space, borrowed apart (not
+    /// `Arc`s cloned: two atomic operations per clone were a measurable
+    /// part of a packet).
+    fn split(&mut self) -> (Code<'_>, &mut Scratch) {
         let native = self.native.as_ref().and_then(|j| j.as_ref().ok());
+        (Code { p: &self.prog, state: &self.state, fast: self.fast.as_deref(), native }, &mut self.s)
+    }
+
+    fn ingress_common(&mut self, mut pkt: Box<Pkt>, frame: &[u8], ingress_port: u32, out: &mut Vec<Queued>, depth: u32) {
+        let (code, s) = self.split();
+        let Code { p, state, .. } = code;
         let sm = p.sm;
-        parse_into(p, state, s, fast, &mut pkt, frame);
-        run_pipeline(p, state, s, fast, native, &mut pkt, Pipe::Ingress);
+        parse_into(code, s, &mut pkt, frame);
+        run_pipeline(code, s, &mut pkt, Pipe::Ingress);
         pkt.exit = false;
         if pkt.assert_failed {
             return s.recycle(pkt);
@@ -318,7 +327,7 @@ impl Engine {
             if let Some(cs) = state.clone_session(session as u32) {
                 let mut c = Pkt::fresh(p, &mut s.pool, pkt.ingress_length);
                 sm_set(p, &mut c.phv, sm.ingress_port, ingress_port as i128);
-                parse_into(p, state, s, fast, &mut c, frame);
+                parse_into(code, s, &mut c, frame);
                 c.phv.reset_metadata(p);
                 copy_field_list(p, &mut c.phv, &pkt.phv, fl);
                 sm_set(p, &mut c.phv, sm.instance_type, instance_type::INGRESS_CLONE as i128);
@@ -360,8 +369,8 @@ impl Engine {
     /// `pkt.egress_port()`, or None if dropped. E2E clones and
     /// recirculations are appended to `requeue`.
     pub fn egress(&mut self, q: Queued, qm: QueueMeta, now_us: u64, requeue: &mut Vec<Queued>) -> Option<Vec<u8>> {
-        let (p, state, fast, s) = (&*self.prog, &*self.state, self.fast.as_deref(), &mut self.s);
-        let native = self.native.as_ref().and_then(|j| j.as_ref().ok());
+        let (code, s) = self.split();
+        let Code { p, state, .. } = code;
         let sm = p.sm;
         let port = q.egress_port;
         let session_truncate = q.session_truncate;
@@ -378,7 +387,7 @@ impl Engine {
         sm_set(p, &mut pkt.phv, sm.egress_spec, DROP_PORT as i128 + 1);
         sm_set(p, &mut pkt.phv, sm.packet_length, pkt.pkt_len_reg as i128);
 
-        run_pipeline(p, state, s, fast, native, &mut pkt, Pipe::Egress);
+        run_pipeline(code, s, &mut pkt, Pipe::Egress);
 
         if let Some((session, fl)) = pkt.clone.take() {
             if let Some(cs) = state.clone_session(session as u32) {
@@ -440,11 +449,12 @@ impl Scratch {
 }
 
 /// Parser + checksum verification into `pkt` (payload = unparsed rest).
-fn parse_into(p: &Program, state: &State, s: &mut Scratch, fast: Option<&FastProgram>, pkt: &mut Pkt, frame: &[u8]) -> usize {
+fn parse_into(c: Code, s: &mut Scratch, pkt: &mut Pkt, frame: &[u8]) -> usize {
+    let Code { p, state, fast, native } = c;
     let sm = p.sm;
     let mut key = std::mem::take(&mut s.key);
     let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
-    let (parsed, err) = parser::parse(&mut x, fast, pkt, frame, &mut key);
+    let (parsed, err) = parser::parse(&mut x, fast, native, pkt, frame, &mut key);
     pkt.buf.clear();
     pkt.buf.extend_from_slice(frame);
     pkt.payload_at = parsed.min(frame.len());

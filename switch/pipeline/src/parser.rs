@@ -7,24 +7,33 @@ use crate::checksum::{calc_output, ipv4_checksum};
 use crate::bits::{mask, read_bits};
 use crate::eval::Ctx;
 use crate::fast::FastProgram;
+use crate::jit::{Jit, ParseOut};
 use crate::ir::{ChecksumDef, ChecksumKind, Expr, ParserOp, Program, SetSrc, TransCase, TransKey};
 use crate::packet::Pkt;
 
-const MAX_STATES: usize = 100_000;
+/// States a parse may visit before it ends with ParserTimeout.
+pub(crate) const MAX_STATES: usize = 100_000;
 
-/// Runs the parser over `data`; returns the number of bytes consumed and the
-/// error code (the program's NoError on success).
+/// Runs the parser over `data` (its native states, if `native` has any,
+/// then the interpreter from where they stopped); returns the number of
+/// bytes consumed and the error code (the program's NoError on success).
 pub(crate) fn parse(
     x: &mut Exec,
     fast: Option<&FastProgram>,
+    native: Option<&Jit>,
     pkt: &mut Pkt,
     data: &[u8],
     key: &mut Vec<u128>,
 ) -> (usize, u32) {
     let p = x.p;
-    let mut pos = 0usize;
-    let mut state = p.parser_start;
-    let mut visited = 0usize;
+    let (mut state, mut pos, mut visited) = (p.parser_start, 0usize, 0usize);
+    // The native states first; the interpreter goes on where they stop.
+    if let Some(out) = native.and_then(|j| j.parse(x.state, pkt, data)) {
+        if out.err != ParseOut::CONTINUE {
+            return (out.pos as usize, out.err as u32);
+        }
+        (state, pos, visited) = (Some(out.state as usize), out.pos as usize, out.visited as usize);
+    }
     while let Some(si) = state {
         visited += 1;
         if visited > MAX_STATES {

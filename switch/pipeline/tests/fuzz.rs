@@ -303,8 +303,8 @@ fn fuzz_hand_written_program() {
     }
 }
 
-/// The primitives native code runs inline beside the fast path's closures:
-/// register reads and writes (indices in and out of range, values wider
+/// The primitives native code runs inline beside the fast path's closures
+/// (and a parser `set` the native parser runs): register reads and writes (indices in and out of range, values wider
 /// than the register), counters, shifts by constants (into and past 64
 /// bits) and header additions and removals, with a 128-bit register that
 /// stays on the closures. Egress writes what they left in metadata, and
@@ -374,11 +374,17 @@ fn fuzz_registers_counters_shifts_headers() {
             assign(fld("ipv4", "frag_offset"), masked(fld("scalars", "m64"), 13)),
             assign(fld("ipv4", "protocol"), masked(ex(">>", fld("scalars", "m128"), hex(120)), 8)),
             assign(fld("ipv4", "src"), fld("scalars", "m32")),
+            assign(fld("ipv4", "identification"), masked(ex("<<", fld("scalars", "b"), hex(1)), 16)),
             // Zero unless the 8-bit field read from the 64-bit register
             // kept more than its 8 bits.
             assign(fld("ipv4", "dst"), masked(ex(">>", fld("scalars", "m8"), hex(32)), 32)),
         ],
     );
+    // A parser `set` of a wider value: the 1-bit field keeps one bit.
+    b.j["parsers"][0]["parse_states"][1]["parser_ops"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"op": "set", "parameters": [fld("scalars", "b"), ex("+", fld("ipv4", "ttl"), hex(1))]}));
     b.call(false, "tbl_cnt", cnt, Some("tbl_shifts"));
     b.call(false, "tbl_shifts", shifts, Some("t1"));
     b.table(false, "t1", &[("exact", "ethernet", "etype")], &[fwd, regs, hdrs], (regs, vec!["0x3"]), false, Some("t2"), 64);

@@ -25,6 +25,9 @@ use cranelift_codegen::ir::{Block, InstBuilder, MemFlagsData, SigRef, Value};
 use cranelift_frontend::FunctionBuilder;
 use std::collections::HashMap;
 
+mod parse;
+pub(crate) use parse::ParseOut;
+
 /// Addresses and signatures of the helpers.
 pub(super) struct Helpers {
     pub table: (usize, SigRef),
@@ -83,27 +86,44 @@ fn flags() -> MemFlagsData {
 }
 
 impl<'a, 'f> Lower<'a, 'f> {
+    /// Starts `b`'s function, whose first parameter is the `Env` pointer:
+    /// its entry block, with the PHV's pointers loaded; returns the entry
+    /// block's parameters.
+    fn begin(p: &'a Program, mut b: FunctionBuilder<'f>, h: Helpers, drop_port: u32, jit: &'a mut Jit) -> (Self, Vec<Value>) {
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let params = b.block_params(entry).to_vec();
+        let env = params[0];
+        let f = b.ins().load(I64, flags(), env, ENV_F);
+        let valid = b.ins().load(I64, flags(), env, ENV_VALID);
+        let dirty = b.ins().load(I64, flags(), env, ENV_DIRTY);
+        let exit = b.ins().load(I64, flags(), env, ENV_EXIT);
+        let ret = b.create_block();
+        let l = Lower { p, b, h, drop_port, env, f, valid, dirty, exit, blocks: HashMap::new(), todo: Vec::new(), ret, jit };
+        (l, params)
+    }
+
+    /// Ends the function: `ret` returns.
+    fn finish(mut self, target: TargetFrontendConfig) {
+        self.b.switch_to_block(self.ret);
+        self.b.ins().return_(&[]);
+        self.b.seal_all_blocks();
+        self.b.finalize(target);
+    }
+
     /// Lowers the pipeline starting at `start` into `b`'s function, whose
     /// one parameter is the `Env` pointer.
     pub fn pipeline(
         p: &'a Program,
-        mut b: FunctionBuilder<'f>,
+        b: FunctionBuilder<'f>,
         h: Helpers,
         start: Option<Node>,
         drop_port: u32,
         jit: &'a mut Jit,
         target: TargetFrontendConfig,
     ) {
-        let entry = b.create_block();
-        b.append_block_params_for_function_params(entry);
-        b.switch_to_block(entry);
-        let env = b.block_params(entry)[0];
-        let f = b.ins().load(I64, flags(), env, ENV_F);
-        let valid = b.ins().load(I64, flags(), env, ENV_VALID);
-        let dirty = b.ins().load(I64, flags(), env, ENV_DIRTY);
-        let exit = b.ins().load(I64, flags(), env, ENV_EXIT);
-        let ret = b.create_block();
-        let mut l = Lower { p, b, h, drop_port, env, f, valid, dirty, exit, blocks: HashMap::new(), todo: Vec::new(), ret, jit };
+        let (mut l, _) = Self::begin(p, b, h, drop_port, jit);
         // The interpreter checks `exit` before every node, the first too.
         let first = l.node_block(start);
         l.exit_check(first);
@@ -112,10 +132,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             l.b.switch_to_block(blk);
             l.node(n);
         }
-        l.b.switch_to_block(l.ret);
-        l.b.ins().return_(&[]);
-        l.b.seal_all_blocks();
-        l.b.finalize(target);
+        l.finish(target);
     }
 
     fn node_block(&mut self, n: Option<Node>) -> Block {

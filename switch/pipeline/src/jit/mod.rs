@@ -20,9 +20,11 @@ mod helpers;
 mod lower;
 
 pub(crate) use helpers::Run;
+pub(crate) use lower::ParseOut;
 
 use crate::ir::{Node, Program};
-use crate::state::RawCells;
+use crate::packet::Pkt;
+use crate::state::{RawCells, State};
 use cranelift_codegen::ir::types::{I64, I8};
 use cranelift_codegen::ir::{AbiParam, UserFuncName};
 use cranelift_codegen::settings::{self, Configurable};
@@ -54,6 +56,27 @@ pub(crate) struct Env {
     pkt_len_reg: *mut u32,
     ingress_length: u64,
 }
+impl Env {
+    /// The Env of `pkt` (`args` and `run` for the helpers; null where no
+    /// helper is called).
+    fn for_packet(state: &State, pkt: &mut Pkt, args: *const u128, run: *mut std::ffi::c_void) -> Env {
+        let (f, valid, dirty) = pkt.phv.raw_parts();
+        Env {
+            f,
+            valid,
+            dirty,
+            exit: &mut pkt.exit,
+            args,
+            nargs: 0,
+            run,
+            counters: state.counter_table().as_ptr(),
+            regs: state.reg_table().as_ptr(),
+            pkt_len_reg: &mut pkt.pkt_len_reg,
+            ingress_length: pkt.ingress_length as u64,
+        }
+    }
+}
+
 // Where the generated code finds each field (8 bytes each on a 64-bit host).
 const ENV_F: i32 = std::mem::offset_of!(Env, f) as i32;
 const ENV_VALID: i32 = std::mem::offset_of!(Env, valid) as i32;
@@ -92,15 +115,21 @@ pub struct JitStats {
     pub helper_prims: usize,
     /// Actions run whole by the fast path (actions with jumps).
     pub helper_actions: usize,
+    /// Parser states that run as native code, of all the parser's.
+    pub native_parse_states: usize,
+    pub parse_states: usize,
 }
 
 type PipeFn = unsafe extern "C" fn(*mut Env);
+/// The parser: Env, the frame's address and length, where it leaves off.
+type ParseFn = unsafe extern "C" fn(*mut Env, *const u8, u64, *mut ParseOut);
 
 /// The compiled pipelines of one program.
 pub(crate) struct Jit {
     module: Option<JITModule>,
     /// Ingress, egress.
     fns: [Option<PipeFn>; 2],
+    parser: Option<ParseFn>,
     /// Action data known at compile time, by `ArgSel` index (0: none).
     consts: Vec<Box<[u128]>>,
     /// One past the highest argument index the code reads from looked-up
@@ -159,7 +188,7 @@ impl Jit {
             return Err(format!("a {}-bit host: native code needs 64-bit pointers", isa.pointer_bits()));
         }
         let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
-        let mut jit = Jit { module: None, fns: [None, None], consts: vec![Box::new([])], max_args: 0, stats: JitStats::default() };
+        let mut jit = Jit { module: None, fns: [None, None], parser: None, consts: vec![Box::new([])], max_args: 0, stats: JitStats::default() };
         let mut ctx = module.make_context();
         let mut fctx = FunctionBuilderContext::new();
         let mut ids = [None, None];
@@ -175,21 +204,7 @@ impl Jit {
                 .map_err(|e| e.to_string())?;
             ctx.func.signature = sig;
             ctx.func.name = UserFuncName::user(0, id.as_u32());
-            let h = {
-                let mut sig = |params: &[_], ret: Option<_>| {
-                    let mut s = module.make_signature();
-                    s.params.extend(params.iter().map(|&t| AbiParam::new(t)));
-                    s.returns.extend(ret.map(AbiParam::new));
-                    ctx.func.import_signature(s)
-                };
-                lower::Helpers {
-                    table: (helpers::table as *const () as usize, sig(&[I64, I64], Some(I64))),
-                    table_key: (helpers::table_key as *const () as usize, sig(&[I64, I64, I64, I64, I64], Some(I64))),
-                    prim: (helpers::prim as *const () as usize, sig(&[I64, I64, I64, I64], None)),
-                    action: (helpers::action as *const () as usize, sig(&[I64, I64, I64], None)),
-                    cond: (helpers::cond as *const () as usize, sig(&[I64, I64], Some(I8))),
-                }
-            };
+            let h = helpers_for(&module, &mut ctx.func);
             let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
             lower::Lower::pipeline(p, b, h, start, drop_port, &mut jit, module.target_config());
             module.define_function(id, &mut ctx).map_err(|e| format!("{e:?}"))?;
@@ -197,7 +212,26 @@ impl Jit {
             ids[i] = Some(id);
             jit.stats.pipelines += 1;
         }
+        let parser_id = {
+            let mut sig = module.make_signature();
+            sig.params.extend([I64, I64, I64, I64].map(AbiParam::new));
+            let id = module.declare_function("parser", Linkage::Local, &sig).map_err(|e| e.to_string())?;
+            ctx.func.signature = sig;
+            ctx.func.name = UserFuncName::user(0, id.as_u32());
+            let h = helpers_for(&module, &mut ctx.func);
+            let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+            jit.stats.native_parse_states = lower::Lower::parser(p, b, h, drop_port, &mut jit, module.target_config());
+            jit.stats.parse_states = p.parse_states.len();
+            module.define_function(id, &mut ctx).map_err(|e| format!("{e:?}"))?;
+            module.clear_context(&mut ctx);
+            id
+        };
         module.finalize_definitions().map_err(|e| e.to_string())?;
+        if jit.stats.native_parse_states > 0 {
+            let code = module.get_finalized_function(parser_id);
+            // SAFETY: the function was built with ParseFn's signature.
+            jit.parser = Some(unsafe { std::mem::transmute::<*const u8, ParseFn>(code) });
+        }
         for (i, id) in ids.iter().enumerate() {
             if let Some(id) = id {
                 let code = module.get_finalized_function(*id);
@@ -219,6 +253,22 @@ impl Jit {
         self.consts.get(sel).map_or(&[], |a| a)
     }
 
+    /// Runs the parser's native states over `data` from the start state,
+    /// into `pkt`; None if no state runs natively. What is left (a state
+    /// without an inline form, and where) goes to `parser::parse`.
+    pub fn parse(&self, state: &State, pkt: &mut Pkt, data: &[u8]) -> Option<ParseOut> {
+        let f = self.parser?;
+        let mut out = ParseOut::default();
+        // SAFETY: the pointers are pkt's and state's, live and exclusively
+        // ours for the call; the code reads `data` only within its length
+        // (each state checks the room its loads need first).
+        unsafe {
+            let mut env = Env::for_packet(state, pkt, std::ptr::null(), std::ptr::null_mut());
+            f(&mut env, data.as_ptr(), data.len() as u64, &mut out);
+        }
+        Some(out)
+    }
+
     /// Runs pipeline `pipe` (see `has`) on `run.pkt`.
     pub fn run(&self, pipe: Pipe, run: &mut Run) {
         let Some(f) = self.fns[pipe as usize] else { return };
@@ -226,24 +276,28 @@ impl Jit {
         // for the call; the pointers below stay valid through it (the PHV
         // never grows).
         unsafe {
+            let (state, args) = (run.x.state, run.args.as_ptr());
             let pkt = &mut *run.pkt;
-            let (fp, valid, dirty) = pkt.phv.raw_parts();
-            let state = run.x.state;
-            let mut env = Env {
-                f: fp,
-                valid,
-                dirty,
-                exit: &mut pkt.exit,
-                args: run.args.as_ptr(),
-                nargs: 0,
-                run: run as *mut Run as *mut std::ffi::c_void,
-                counters: state.counter_table().as_ptr(),
-                regs: state.reg_table().as_ptr(),
-                pkt_len_reg: &mut pkt.pkt_len_reg,
-                ingress_length: pkt.ingress_length as u64,
-            };
+            let mut env = Env::for_packet(state, pkt, args, run as *mut Run as *mut std::ffi::c_void);
             f(&mut env);
         }
+    }
+}
+
+/// The helpers' addresses and signatures, imported into `func`.
+fn helpers_for(module: &JITModule, func: &mut cranelift_codegen::ir::Function) -> lower::Helpers {
+    let mut sig = |params: &[_], ret: Option<_>| {
+        let mut s = module.make_signature();
+        s.params.extend(params.iter().map(|&t| AbiParam::new(t)));
+        s.returns.extend(ret.map(AbiParam::new));
+        func.import_signature(s)
+    };
+    lower::Helpers {
+        table: (helpers::table as *const () as usize, sig(&[I64, I64], Some(I64))),
+        table_key: (helpers::table_key as *const () as usize, sig(&[I64, I64, I64, I64, I64], Some(I64))),
+        prim: (helpers::prim as *const () as usize, sig(&[I64, I64, I64, I64], None)),
+        action: (helpers::action as *const () as usize, sig(&[I64, I64, I64], None)),
+        cond: (helpers::cond as *const () as usize, sig(&[I64, I64], Some(I8))),
     }
 }
 
