@@ -500,10 +500,10 @@ impl World {
                     st.rx_pkts += 1;
                     st.rx_bytes += f.len() as u64;
                 }
-                core.receive(&f, port, self.now);
-                // The switch's egress writes into it next (a frame in, a
-                // frame out: the pools stay level).
-                core.recycle_frame(f);
+                // The frame becomes the packet's buffer, and the one it
+                // replaces the switch's egress writes into next (a frame
+                // in, a frame out: the pools stay level).
+                core.receive_owned(f, port, self.now);
                 self.wake_switch(s);
             }
             Ev::HostRx(h, f) => {

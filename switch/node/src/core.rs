@@ -119,9 +119,16 @@ impl SwitchCore {
     /// [`enqueue_arrivals`](Self::enqueue_arrivals) after a batch. Returns
     /// false when no pipeline is loaded (the frame is dropped, counted).
     pub fn ingress(&mut self, frame: &[u8], port: u32, t: u64) -> bool {
+        self.ingress_with(t, |e, tick, out| e.ingress(frame, port, tick, out))
+    }
+
+    /// Runs `run` (one of the engine's ingress calls, given the engine, the
+    /// time in its ticks and the output list) if a pipeline is loaded;
+    /// the packets it produced arrived at `t`.
+    fn ingress_with(&mut self, t: u64, run: impl FnOnce(&mut Engine, u64, &mut Vec<Queued>)) -> bool {
         match self.engine.as_mut() {
             Some(e) => {
-                e.ingress(frame, port, t / self.tick_ns, &mut self.out);
+                run(e, t / self.tick_ns, &mut self.out);
                 self.arrivals.resize(self.out.len(), t);
                 true
             }
@@ -136,6 +143,15 @@ impl SwitchCore {
     /// their queues.
     pub fn receive(&mut self, frame: &[u8], port: u32, t: u64) -> bool {
         let ok = self.ingress(frame, port, t);
+        self.enqueue_arrivals();
+        ok
+    }
+
+    /// `receive` of a frame the caller gives up: it becomes the packet's
+    /// buffer, not copied (`Engine::ingress_owned`, which keeps the frame
+    /// pools level as `recycle_frame` after `receive` would).
+    pub fn receive_owned(&mut self, frame: Vec<u8>, port: u32, t: u64) -> bool {
+        let ok = self.ingress_with(t, |e, tick, out| e.ingress_owned(frame, port, tick, out));
         self.enqueue_arrivals();
         ok
     }

@@ -282,15 +282,32 @@ impl Engine {
     /// Parser, verify-checksum, ingress, then traffic-manager decisions.
     /// Appends 0..n packets to `out`.
     pub fn ingress(&mut self, frame: &[u8], ingress_port: u32, now_us: u64, out: &mut Vec<Queued>) {
+        let pkt = self.arrival(frame.len(), ingress_port, now_us);
+        self.ingress_common(pkt, Some(frame), ingress_port, out, 0);
+    }
+
+    /// `ingress` of a frame the caller gives up: it becomes the packet's
+    /// buffer instead of being copied into it, and the buffer it replaces
+    /// joins the engine's frames (`recycle_frame`), so a caller that hands
+    /// in a frame for each it takes out keeps the pools level.
+    pub fn ingress_owned(&mut self, frame: Vec<u8>, ingress_port: u32, now_us: u64, out: &mut Vec<Queued>) {
+        let mut pkt = self.arrival(frame.len(), ingress_port, now_us);
+        let spare = std::mem::replace(&mut pkt.buf, frame);
+        self.recycle_frame(spare);
+        self.ingress_common(pkt, None, ingress_port, out, 0);
+    }
+
+    /// A fresh packet for a frame of `len` bytes arriving on `ingress_port`.
+    fn arrival(&mut self, len: usize, ingress_port: u32, now_us: u64) -> Box<Pkt> {
         let p = &*self.prog;
-        let len = frame.len() as u32;
+        let len = len as u32;
         let mut pkt = Pkt::fresh(p, &mut self.s.pool, len);
         let sm = p.sm;
         sm_set(p, &mut pkt.phv, sm.ingress_port, ingress_port as i128);
         sm_set(p, &mut pkt.phv, sm.packet_length, len as i128);
         sm_set(p, &mut pkt.phv, sm.instance_type, instance_type::NORMAL as i128);
         sm_set(p, &mut pkt.phv, sm.ingress_ts, now_us as i128);
-        self.ingress_common(pkt, frame, ingress_port, out, 0);
+        pkt
     }
 
     /// Runs ingress again for a packet `egress` flagged for recirculation.
@@ -298,7 +315,7 @@ impl Engine {
         let mut pkt = q.pkt;
         let frame = std::mem::take(&mut pkt.buf);
         let port = self.prog.sm.ingress_port.map_or(0, |s| pkt.phv.f()[s] as u32);
-        self.ingress_common(pkt, &frame, port, out, 0);
+        self.ingress_common(pkt, Some(&frame), port, out, 0);
     }
 
     /// The engine's code and its scratch space, borrowed apart (not
@@ -309,7 +326,9 @@ impl Engine {
         (Code { p: &self.prog, state: &self.state, fast: self.fast.as_deref(), native }, &mut self.s)
     }
 
-    fn ingress_common(&mut self, mut pkt: Box<Pkt>, frame: &[u8], ingress_port: u32, out: &mut Vec<Queued>, depth: u32) {
+    /// Parser and ingress for `pkt`, whose frame is `frame` (None: it is
+    /// in `pkt.buf` already), then the traffic manager's decisions.
+    fn ingress_common(&mut self, mut pkt: Box<Pkt>, frame: Option<&[u8]>, ingress_port: u32, out: &mut Vec<Queued>, depth: u32) {
         let (code, s) = self.split();
         let Code { p, state, .. } = code;
         let sm = p.sm;
@@ -319,6 +338,18 @@ impl Engine {
         if pkt.assert_failed {
             return s.recycle(pkt);
         }
+        // The frame as it came, for an I2E clone's or a resubmission's
+        // parse: the caller's, or a copy of the packet's own buffer, which
+        // ingress leaves as it was (only the PHV changes before egress).
+        let copy;
+        let frame: &[u8] = match frame {
+            Some(f) => f,
+            None if pkt.clone.is_some() || pkt.resubmit != 0 => {
+                copy = pkt.buf.clone();
+                &copy
+            }
+            None => &[],
+        };
         let egress_spec = sm.egress_spec.map_or(0, |s| pkt.phv.f()[s] as u32);
         let mgid = sm.mcast_grp.map_or(0, |s| pkt.phv.f()[s] as u16);
 
@@ -327,7 +358,7 @@ impl Engine {
             if let Some(cs) = state.clone_session(session as u32) {
                 let mut c = Pkt::fresh(p, &mut s.pool, pkt.ingress_length);
                 sm_set(p, &mut c.phv, sm.ingress_port, ingress_port as i128);
-                parse_into(code, s, &mut c, frame);
+                parse_into(code, s, &mut c, Some(frame));
                 c.phv.reset_metadata(p);
                 copy_field_list(p, &mut c.phv, &pkt.phv, fl);
                 sm_set(p, &mut c.phv, sm.instance_type, instance_type::INGRESS_CLONE as i128);
@@ -347,7 +378,7 @@ impl Engine {
             sm_set(p, &mut r.phv, sm.packet_length, pkt.ingress_length as i128);
             let port = sm.ingress_port.map_or(0, |s| r.phv.f()[s] as u32);
             s.recycle(pkt);
-            self.ingress_common(r, frame, port, out, depth + 1);
+            self.ingress_common(r, Some(frame), port, out, depth + 1);
             return;
         }
 
@@ -449,15 +480,27 @@ impl Scratch {
 }
 
 /// Parser + checksum verification into `pkt` (payload = unparsed rest).
-fn parse_into(c: Code, s: &mut Scratch, pkt: &mut Pkt, frame: &[u8]) -> usize {
+fn parse_into(c: Code, s: &mut Scratch, pkt: &mut Pkt, frame: Option<&[u8]>) -> usize {
     let Code { p, state, fast, native } = c;
     let sm = p.sm;
     let mut key = std::mem::take(&mut s.key);
     let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
-    let (parsed, err) = parser::parse(&mut x, fast, native, pkt, frame, &mut key);
-    pkt.buf.clear();
-    pkt.buf.extend_from_slice(frame);
-    pkt.payload_at = parsed.min(frame.len());
+    // A frame already in the packet is parsed where it lies, out of the
+    // packet while the parser writes its PHV; another is copied in.
+    let mut own = Vec::new();
+    if frame.is_none() {
+        own = std::mem::take(&mut pkt.buf);
+    }
+    let data = frame.unwrap_or(&own);
+    let (parsed, err) = parser::parse(&mut x, fast, native, pkt, data, &mut key);
+    match frame {
+        Some(f) => {
+            pkt.buf.clear();
+            pkt.buf.extend_from_slice(f);
+        }
+        None => pkt.buf = own,
+    }
+    pkt.payload_at = parsed.min(pkt.buf.len());
     let bad = parser::verify_checksums(&mut x, pkt);
     s.key = key;
     sm_set(p, &mut pkt.phv, sm.parser_error, err as i128);

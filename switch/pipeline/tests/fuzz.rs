@@ -4,6 +4,7 @@
 //! Every run has twins fed the same writes and packets: one on the fast
 //! path's closures without native code (`set_native(false)`) and one on
 //! the general interpreter (`set_fast_path(false)`). The native pipelines
+//! (given each frame to keep, `ingress_owned`, where the twins copy it)
 //! must give the same frames, ports, counters and registers as both.
 
 mod common;
@@ -183,8 +184,13 @@ fn fuzz(p: Program, seed: u64, rounds: usize, rx: Option<&str>, tx: Option<&str>
         let port = r.below(8) as u32;
         sent_per_port[port as usize] += 1;
         let mut qs: Vec<Vec<Queued>> = vec![Vec::new(); tw.len()];
-        for ((_, e), q) in tw.iter_mut().zip(&mut qs) {
-            e.ingress(&f, port, round as u64, q);
+        // The reference takes the frame as its own (no copy), the twins
+        // borrow it.
+        for (i, ((_, e), q)) in tw.iter_mut().zip(&mut qs).enumerate() {
+            match i {
+                0 => e.ingress_owned(f.clone(), port, round as u64, q),
+                _ => e.ingress(&f, port, round as u64, q),
+            }
         }
         let mut guard = 0;
         while !qs[0].is_empty() {
