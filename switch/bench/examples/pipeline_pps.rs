@@ -132,7 +132,7 @@ fn main() {
     let what = if with_queue { "ingress+queue+egress+link" } else { "ingress+egress" };
     let code = match engine.native_code() {
         Some(Ok(s)) => format!(
-            "native pipelines: {} ({} conditions and {} primitives inline, {} + {} + {} on the closures); {} of {} parser states native",
+            "native pipelines: {} ({} conditions and {} primitives inline, {} + {} + {} on the closures); {} of {} parser states native; deparser native: {}",
             s.pipelines,
             s.native_conds,
             s.native_prims,
@@ -140,7 +140,8 @@ fn main() {
             s.helper_prims,
             s.helper_actions,
             s.native_parse_states,
-            s.parse_states
+            s.parse_states,
+            s.native_deparser
         ),
         Some(Err(e)) => format!("no native code ({e}): closures"),
         None => "native code off (P4CC_JIT=0): closures".to_string(),

@@ -187,6 +187,18 @@ impl HeaderCodec {
         HeaderCodec { plan, reach }
     }
 
+    /// The header as big-endian 64-bit words, each the OR of pieces
+    /// `((field & mask) >> shr) << shl` (field: its index in the header),
+    /// when every field fits one word (native code deparses such headers;
+    /// the last word's bytes past the header are written as zeros).
+    pub(crate) fn words(&self) -> Option<impl Iterator<Item = impl Iterator<Item = (usize, u64, u32, u32)> + '_> + '_> {
+        let Plan::Narrow(_, w) = &self.plan else { return None };
+        let starts = std::iter::once(0).chain(w.ends.iter().map(|&e| e as usize));
+        Some(starts.zip(&w.ends).map(move |(a, &b)| {
+            w.pieces[a..b as usize].iter().map(|p| (p.field as usize, p.mask, p.shr, p.shl))
+        }))
+    }
+
     /// Each field's position as (byte offset, right shift, mask) within
     /// the big-endian 64-bit word at that offset, when every field fits one
     /// (native code extracts such headers; `reach` bytes must be readable).

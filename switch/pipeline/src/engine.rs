@@ -444,7 +444,7 @@ impl Engine {
             return None;
         }
 
-        let mut frame = deparse(p, state, s, &mut pkt);
+        let mut frame = deparse(code, s, &mut pkt);
 
         if pkt.recirculate != 0 {
             let mut r = Pkt::fresh(p, &mut s.pool, frame.len() as u32);
@@ -539,7 +539,8 @@ fn enqueue(p: &Program, pkt: Box<Pkt>, port: u32, trunc: Option<u32>, recirc: bo
     out.push(Queued { pkt, egress_port: port, recirc, session_truncate: trunc, len });
 }
 
-fn deparse(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt) -> Vec<u8> {
+fn deparse(c: Code, s: &mut Scratch, pkt: &mut Pkt) -> Vec<u8> {
+    let Code { p, state, native, .. } = c;
     let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
     parser::update_checksums(&mut x, pkt);
     let hlen = p.header_bytes(&pkt.phv.valid);
@@ -548,11 +549,14 @@ fn deparse(p: &Program, state: &State, s: &mut Scratch, pkt: &mut Pkt) -> Vec<u8
     let mut frame = s.frames.pop().unwrap_or_default();
     frame.clear();
     frame.resize(hlen + p.deparse_slack, 0);
-    let mut at = 0;
-    for &h in &p.deparser {
-        if pkt.phv.valid[h] {
-            pkt.phv.deparse_at(p, h, &mut frame[at..]);
-            at += p.headers[h].nbytes;
+    // SAFETY: the frame has the room `Jit::deparse` needs (resized above).
+    if native.and_then(|j| unsafe { j.deparse(state, pkt, &mut frame) }).is_none() {
+        let mut at = 0;
+        for &h in &p.deparser {
+            if pkt.phv.valid[h] {
+                pkt.phv.deparse_at(p, h, &mut frame[at..]);
+                at += p.headers[h].nbytes;
+            }
         }
     }
     let payload_len = match pkt.truncate {

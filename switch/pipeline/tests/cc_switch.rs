@@ -498,9 +498,9 @@ fn throughput() {
 }
 
 /// The data plane runs as native code with every condition and action
-/// inline (jit/lower.rs), and the parser's states natively but for the
-/// header stack's (jit/lower/parse.rs); less would be a regression in the
-/// code generator, and a slower switch.
+/// inline (jit/lower.rs), the parser's states natively but for the header
+/// stack's (jit/lower/parse.rs), and the deparser (jit/lower/deparse.rs);
+/// less would be a regression in the code generator, and a slower switch.
 #[test]
 fn runs_as_native_code() {
     let s = sw();
@@ -510,4 +510,5 @@ fn runs_as_native_code() {
     assert!(code.native_prims >= 170, "{code:?}");
     // All of the parser but the INT hop records' header stack.
     assert_eq!((code.native_parse_states, code.parse_states), (8, 9), "{code:?}");
+    assert!(code.native_deparser, "{code:?}");
 }

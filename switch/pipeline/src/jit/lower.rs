@@ -25,6 +25,7 @@ use cranelift_codegen::ir::{Block, InstBuilder, MemFlagsData, SigRef, Value};
 use cranelift_frontend::FunctionBuilder;
 use std::collections::HashMap;
 
+mod deparse;
 mod parse;
 pub(crate) use parse::ParseOut;
 
@@ -35,6 +36,17 @@ pub(super) struct Helpers {
     pub prim: (usize, SigRef),
     pub action: (usize, SigRef),
     pub cond: (usize, SigRef),
+}
+
+/// A function being built and what lowering into it needs: the program,
+/// the helpers' addresses, `mark_to_drop`'s port, and the `Jit` that
+/// keeps constant action data and counts.
+pub(super) struct Function<'a, 'f> {
+    pub p: &'a Program,
+    pub b: FunctionBuilder<'f>,
+    pub h: Helpers,
+    pub drop_port: u32,
+    pub jit: &'a mut Jit,
 }
 
 /// Inside the block where a cell exists: the cell's address, and where
@@ -89,7 +101,8 @@ impl<'a, 'f> Lower<'a, 'f> {
     /// Starts `b`'s function, whose first parameter is the `Env` pointer:
     /// its entry block, with the PHV's pointers loaded; returns the entry
     /// block's parameters.
-    fn begin(p: &'a Program, mut b: FunctionBuilder<'f>, h: Helpers, drop_port: u32, jit: &'a mut Jit) -> (Self, Vec<Value>) {
+    fn begin(f: Function<'a, 'f>) -> (Self, Vec<Value>) {
+        let Function { p, mut b, h, drop_port, jit } = f;
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
@@ -112,18 +125,10 @@ impl<'a, 'f> Lower<'a, 'f> {
         self.b.finalize(target);
     }
 
-    /// Lowers the pipeline starting at `start` into `b`'s function, whose
+    /// Lowers the pipeline starting at `start` into the function, whose
     /// one parameter is the `Env` pointer.
-    pub fn pipeline(
-        p: &'a Program,
-        b: FunctionBuilder<'f>,
-        h: Helpers,
-        start: Option<Node>,
-        drop_port: u32,
-        jit: &'a mut Jit,
-        target: TargetFrontendConfig,
-    ) {
-        let (mut l, _) = Self::begin(p, b, h, drop_port, jit);
+    pub fn pipeline(f: Function<'a, 'f>, start: Option<Node>, target: TargetFrontendConfig) {
+        let (mut l, _) = Self::begin(f);
         // The interpreter checks `exit` before every node, the first too.
         let first = l.node_block(start);
         l.exit_check(first);

@@ -118,11 +118,15 @@ pub struct JitStats {
     /// Parser states that run as native code, of all the parser's.
     pub native_parse_states: usize,
     pub parse_states: usize,
+    /// Whether the deparser runs as native code.
+    pub native_deparser: bool,
 }
 
 type PipeFn = unsafe extern "C" fn(*mut Env);
 /// The parser: Env, the frame's address and length, where it leaves off.
 type ParseFn = unsafe extern "C" fn(*mut Env, *const u8, u64, *mut ParseOut);
+/// The deparser: Env, where the headers go; returns their bytes.
+type DeparseFn = unsafe extern "C" fn(*mut Env, *mut u8) -> u64;
 
 /// The compiled pipelines of one program.
 pub(crate) struct Jit {
@@ -130,6 +134,7 @@ pub(crate) struct Jit {
     /// Ingress, egress.
     fns: [Option<PipeFn>; 2],
     parser: Option<ParseFn>,
+    deparser: Option<DeparseFn>,
     /// Action data known at compile time, by `ArgSel` index (0: none).
     consts: Vec<Box<[u128]>>,
     /// One past the highest argument index the code reads from looked-up
@@ -188,7 +193,7 @@ impl Jit {
             return Err(format!("a {}-bit host: native code needs 64-bit pointers", isa.pointer_bits()));
         }
         let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
-        let mut jit = Jit { module: None, fns: [None, None], parser: None, consts: vec![Box::new([])], max_args: 0, stats: JitStats::default() };
+        let mut jit = Jit { module: None, fns: [None, None], parser: None, deparser: None, consts: vec![Box::new([])], max_args: 0, stats: JitStats::default() };
         let mut ctx = module.make_context();
         let mut fctx = FunctionBuilderContext::new();
         let mut ids = [None, None];
@@ -206,7 +211,7 @@ impl Jit {
             ctx.func.name = UserFuncName::user(0, id.as_u32());
             let h = helpers_for(&module, &mut ctx.func);
             let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-            lower::Lower::pipeline(p, b, h, start, drop_port, &mut jit, module.target_config());
+            lower::Lower::pipeline(lower::Function { p, b, h, drop_port, jit: &mut jit }, start, module.target_config());
             module.define_function(id, &mut ctx).map_err(|e| format!("{e:?}"))?;
             module.clear_context(&mut ctx);
             ids[i] = Some(id);
@@ -220,13 +225,36 @@ impl Jit {
             ctx.func.name = UserFuncName::user(0, id.as_u32());
             let h = helpers_for(&module, &mut ctx.func);
             let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-            jit.stats.native_parse_states = lower::Lower::parser(p, b, h, drop_port, &mut jit, module.target_config());
+            let f = lower::Function { p, b, h, drop_port, jit: &mut jit };
+            jit.stats.native_parse_states = lower::Lower::parser(f, module.target_config());
             jit.stats.parse_states = p.parse_states.len();
             module.define_function(id, &mut ctx).map_err(|e| format!("{e:?}"))?;
             module.clear_context(&mut ctx);
             id
         };
+        let deparser_id = if lower::Lower::can_deparse(p) {
+            let mut sig = module.make_signature();
+            sig.params.extend([I64, I64].map(AbiParam::new));
+            sig.returns.push(AbiParam::new(I64));
+            let id = module.declare_function("deparser", Linkage::Local, &sig).map_err(|e| e.to_string())?;
+            ctx.func.signature = sig;
+            ctx.func.name = UserFuncName::user(0, id.as_u32());
+            let h = helpers_for(&module, &mut ctx.func);
+            let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+            lower::Lower::deparser(lower::Function { p, b, h, drop_port, jit: &mut jit }, module.target_config());
+            module.define_function(id, &mut ctx).map_err(|e| format!("{e:?}"))?;
+            module.clear_context(&mut ctx);
+            Some(id)
+        } else {
+            None
+        };
         module.finalize_definitions().map_err(|e| e.to_string())?;
+        if let Some(id) = deparser_id {
+            let code = module.get_finalized_function(id);
+            // SAFETY: the function was built with DeparseFn's signature.
+            jit.deparser = Some(unsafe { std::mem::transmute::<*const u8, DeparseFn>(code) });
+            jit.stats.native_deparser = true;
+        }
         if jit.stats.native_parse_states > 0 {
             let code = module.get_finalized_function(parser_id);
             // SAFETY: the function was built with ParseFn's signature.
@@ -267,6 +295,25 @@ impl Jit {
             f(&mut env, data.as_ptr(), data.len() as u64, &mut out);
         }
         Some(out)
+    }
+
+    /// Writes `pkt`'s valid headers in the deparser's order at the start
+    /// of `out`; returns their bytes, or None without a native deparser.
+    ///
+    /// # Safety
+    /// `out` has room for those headers (`Program::header_bytes` of the
+    /// packet's valid headers) and `Program::deparse_slack` more: a
+    /// header's last word is written whole.
+    pub unsafe fn deparse(&self, state: &State, pkt: &mut Pkt, out: &mut [u8]) -> Option<usize> {
+        let f = self.deparser?;
+        // SAFETY: the pointers are pkt's, state's and out's, live and
+        // exclusively ours for the call; the code writes within the room
+        // the caller vouches for.
+        let n = unsafe {
+            let mut env = Env::for_packet(state, pkt, std::ptr::null(), std::ptr::null_mut());
+            f(&mut env, out.as_mut_ptr())
+        };
+        Some(n as usize)
     }
 
     /// Runs pipeline `pipe` (see `has`) on `run.pkt`.

@@ -22,7 +22,7 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I64, I8};
 use cranelift_codegen::ir::{Block, InstBuilder, MemFlagsData, Value};
 use cranelift_codegen::isa::TargetFrontendConfig;
-use cranelift_frontend::{FunctionBuilder, Variable};
+use cranelift_frontend::Variable;
 
 /// What the native parser leaves for `parser::parse`: an error (the
 /// program's code for it, or `no_error` when the parser accepted) with
@@ -67,15 +67,9 @@ impl<'a, 'f> Lower<'a, 'f> {
     /// Lowers the parser into `b`'s function, whose parameters are the
     /// `Env` pointer, the frame's address and length and a `ParseOut`
     /// pointer. Returns how many states run as native code.
-    pub fn parser(
-        p: &'a crate::ir::Program,
-        b: FunctionBuilder<'f>,
-        h: super::Helpers,
-        drop_port: u32,
-        jit: &'a mut crate::jit::Jit,
-        target: TargetFrontendConfig,
-    ) -> usize {
-        let (mut l, params) = Self::begin(p, b, h, drop_port, jit);
+    pub fn parser(f: super::Function<'a, 'f>, target: TargetFrontendConfig) -> usize {
+        let p = f.p;
+        let (mut l, params) = Self::begin(f);
         let pos = l.b.declare_var(I64);
         let visited = l.b.declare_var(I64);
         let zero = l.b.ins().iconst(I64, 0);
