@@ -267,6 +267,15 @@ impl Csum16Plan {
         Some(plan)
     }
 
+    /// The plan for native code (jit): inputs of up to 16 bits and of 17
+    /// to 64 bits as (slot, mask, multiplier), the constants' share and
+    /// whether one is non-zero, and the headers that must be valid; None
+    /// if an input is wider than 64 bits.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn narrow_parts(&self) -> Option<(&[(usize, u64, u64)], &[(usize, u64, u64)], (u64, bool), &[usize])> {
+        self.wide.is_empty().then_some((&self.short[..], &self.narrow[..], self.consts, &self.headers[..]))
+    }
+
     /// Whether the plan holds for a packet with these valid headers.
     pub fn applies(&self, valid: &[bool]) -> bool {
         self.headers.iter().all(|&h| valid[h])

@@ -115,3 +115,18 @@ pub(super) unsafe extern "C" fn cond(env: *mut Env, c: u64) -> u8 {
     let ctx = Ctx { p: run.x.p, phv: &pkt.phv, args: &[], state: run.x.state };
     (run.fast.conds[c as usize])(&ctx) as u8
 }
+
+/// Update checksum `c` (`Program::update_checksums`), as the deparser's
+/// `update_checksums` runs it: for those native code has no inline form,
+/// or whose inputs' headers are not all valid. `Env::run` is the
+/// deparse's `Exec`.
+pub(super) unsafe extern "C" fn checksum(env: *mut Env, c: u64) {
+    let env = &mut *env;
+    let x = &mut *(env.run as *mut Exec);
+    let pkt = &mut *env.pkt;
+    let p = x.p;
+    let def = &p.update_checksums[c as usize];
+    if let Some(v) = crate::parser::checksum_value(x, pkt, def) {
+        pkt.phv.set(p, def.slot, v as i128);
+    }
+}

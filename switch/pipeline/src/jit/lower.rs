@@ -36,6 +36,7 @@ pub(super) struct Helpers {
     pub prim: (usize, SigRef),
     pub action: (usize, SigRef),
     pub cond: (usize, SigRef),
+    pub checksum: (usize, SigRef),
 }
 
 /// A function being built and what lowering into it needs: the program,

@@ -23,6 +23,7 @@ pub(crate) use helpers::Run;
 pub(crate) use lower::ParseOut;
 
 use crate::ir::{Node, Program};
+use crate::actions::Exec;
 use crate::packet::Pkt;
 use crate::state::{RawCells, State};
 use cranelift_codegen::ir::types::{I64, I8};
@@ -55,6 +56,8 @@ pub(crate) struct Env {
     /// it) and its length at ingress (what `count` adds).
     pkt_len_reg: *mut u32,
     ingress_length: u64,
+    /// The packet (for the checksum helper).
+    pkt: *mut Pkt,
 }
 impl Env {
     /// The Env of `pkt` (`args` and `run` for the helpers; null where no
@@ -73,6 +76,7 @@ impl Env {
             regs: state.reg_table().as_ptr(),
             pkt_len_reg: &mut pkt.pkt_len_reg,
             ingress_length: pkt.ingress_length as u64,
+            pkt,
         }
     }
 }
@@ -297,23 +301,30 @@ impl Jit {
         Some(out)
     }
 
-    /// Writes `pkt`'s valid headers in the deparser's order at the start
-    /// of `out`; returns their bytes, or None without a native deparser.
+    /// Whether the deparser runs as native code (`deparse`).
+    pub fn has_deparser(&self) -> bool {
+        self.deparser.is_some()
+    }
+
+    /// The deparser's update checksums on `pkt`, then its valid headers in
+    /// the deparser's order at the start of `out`; returns their bytes
+    /// (see `has_deparser`: 0 without a native deparser).
     ///
     /// # Safety
     /// `out` has room for those headers (`Program::header_bytes` of the
     /// packet's valid headers) and `Program::deparse_slack` more: a
     /// header's last word is written whole.
-    pub unsafe fn deparse(&self, state: &State, pkt: &mut Pkt, out: &mut [u8]) -> Option<usize> {
-        let f = self.deparser?;
-        // SAFETY: the pointers are pkt's, state's and out's, live and
-        // exclusively ours for the call; the code writes within the room
-        // the caller vouches for.
-        let n = unsafe {
-            let mut env = Env::for_packet(state, pkt, std::ptr::null(), std::ptr::null_mut());
-            f(&mut env, out.as_mut_ptr())
-        };
-        Some(n as usize)
+    pub unsafe fn deparse(&self, x: &mut Exec, pkt: &mut Pkt, out: &mut [u8]) -> usize {
+        let Some(f) = self.deparser else { return 0 };
+        // SAFETY: the pointers are pkt's, x's and out's, live and
+        // exclusively ours for the call (the checksum helper reaches the
+        // packet through Env::pkt and the executor through Env::run only
+        // while the native code waits for it); the code writes within the
+        // room the caller vouches for.
+        unsafe {
+            let mut env = Env::for_packet(x.state, pkt, std::ptr::null(), x as *mut Exec as *mut std::ffi::c_void);
+            f(&mut env, out.as_mut_ptr()) as usize
+        }
     }
 
     /// Runs pipeline `pipe` (see `has`) on `run.pkt`.
@@ -345,6 +356,7 @@ fn helpers_for(module: &JITModule, func: &mut cranelift_codegen::ir::Function) -
         prim: (helpers::prim as *const () as usize, sig(&[I64, I64, I64, I64], None)),
         action: (helpers::action as *const () as usize, sig(&[I64, I64, I64], None)),
         cond: (helpers::cond as *const () as usize, sig(&[I64, I64], Some(I8))),
+        checksum: (helpers::checksum as *const () as usize, sig(&[I64, I64], None)),
     }
 }
 
