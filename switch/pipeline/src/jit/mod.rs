@@ -1,4 +1,5 @@
-//! Native code for the control blocks. At load, each pipeline's graph of
+//! Native code for the control blocks, the parser and the deparser. At
+//! load, each pipeline's graph of
 //! tables, conditionals and action calls is compiled with Cranelift into
 //! one function: conditions and the common primitives inline over the PHV
 //! slots, jumps where the interpreter looked up its next node, and calls
@@ -6,7 +7,10 @@
 //! code generator has no inline form for. p4c emits a keyless `tbl_*`
 //! table per group of statements, so a pipeline is mostly such small
 //! steps, and the interpreter spent more on walking between them than on
-//! the steps themselves.
+//! the steps themselves. The parser's states and the deparser (with its
+//! checksum updates) are compiled the same way (lower/parse.rs,
+//! lower/deparse.rs), handing what they have no inline form for to the
+//! interpreter.
 //!
 //! It changes nothing in what a program does: the inline forms follow the
 //! interpreter's semantics (lower.rs), the rest is the fast path's own
@@ -196,62 +200,31 @@ impl Jit {
             // The code reads Env's pointers and u64s as 64-bit values.
             return Err(format!("a {}-bit host: native code needs 64-bit pointers", isa.pointer_bits()));
         }
-        let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+        let module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
         let mut jit = Jit { module: None, fns: [None, None], parser: None, deparser: None, consts: vec![Box::new([])], max_args: 0, stats: JitStats::default() };
-        let mut ctx = module.make_context();
-        let mut fctx = FunctionBuilderContext::new();
+        let mut gen = Gen { ctx: module.make_context(), fctx: FunctionBuilderContext::new(), module };
         let mut ids = [None, None];
         for pipe in [Pipe::Ingress, Pipe::Egress] {
             let (i, start) = (pipe as usize, pipe.start(p));
             if has_cycle(p, start) {
                 continue;
             }
-            let mut sig = module.make_signature();
-            sig.params.push(AbiParam::new(I64));
-            let id = module
-                .declare_function(["ingress", "egress"][i], Linkage::Local, &sig)
-                .map_err(|e| e.to_string())?;
-            ctx.func.signature = sig;
-            ctx.func.name = UserFuncName::user(0, id.as_u32());
-            let h = helpers_for(&module, &mut ctx.func);
-            let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-            lower::Lower::pipeline(lower::Function { p, b, h, drop_port, jit: &mut jit }, start, module.target_config());
-            module.define_function(id, &mut ctx).map_err(|e| format!("{e:?}"))?;
-            module.clear_context(&mut ctx);
-            ids[i] = Some(id);
+            ids[i] = Some(gen.define(["ingress", "egress"][i], &[I64], None, |b, h, target| {
+                lower::Lower::pipeline(lower::Function { p, b, h, drop_port, jit: &mut jit }, start, target)
+            })?);
             jit.stats.pipelines += 1;
         }
-        let parser_id = {
-            let mut sig = module.make_signature();
-            sig.params.extend([I64, I64, I64, I64].map(AbiParam::new));
-            let id = module.declare_function("parser", Linkage::Local, &sig).map_err(|e| e.to_string())?;
-            ctx.func.signature = sig;
-            ctx.func.name = UserFuncName::user(0, id.as_u32());
-            let h = helpers_for(&module, &mut ctx.func);
-            let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-            let f = lower::Function { p, b, h, drop_port, jit: &mut jit };
-            jit.stats.native_parse_states = lower::Lower::parser(f, module.target_config());
-            jit.stats.parse_states = p.parse_states.len();
-            module.define_function(id, &mut ctx).map_err(|e| format!("{e:?}"))?;
-            module.clear_context(&mut ctx);
-            id
+        let parser_id = gen.define("parser", &[I64, I64, I64, I64], None, |b, h, target| {
+            jit.stats.native_parse_states = lower::Lower::parser(lower::Function { p, b, h, drop_port, jit: &mut jit }, target);
+        })?;
+        jit.stats.parse_states = p.parse_states.len();
+        let deparser_id = match lower::Lower::can_deparse(p) {
+            true => Some(gen.define("deparser", &[I64, I64], Some(I64), |b, h, target| {
+                lower::Lower::deparser(lower::Function { p, b, h, drop_port, jit: &mut jit }, target)
+            })?),
+            false => None,
         };
-        let deparser_id = if lower::Lower::can_deparse(p) {
-            let mut sig = module.make_signature();
-            sig.params.extend([I64, I64].map(AbiParam::new));
-            sig.returns.push(AbiParam::new(I64));
-            let id = module.declare_function("deparser", Linkage::Local, &sig).map_err(|e| e.to_string())?;
-            ctx.func.signature = sig;
-            ctx.func.name = UserFuncName::user(0, id.as_u32());
-            let h = helpers_for(&module, &mut ctx.func);
-            let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-            lower::Lower::deparser(lower::Function { p, b, h, drop_port, jit: &mut jit }, module.target_config());
-            module.define_function(id, &mut ctx).map_err(|e| format!("{e:?}"))?;
-            module.clear_context(&mut ctx);
-            Some(id)
-        } else {
-            None
-        };
+        let mut module = gen.module;
         module.finalize_definitions().map_err(|e| e.to_string())?;
         if let Some(id) = deparser_id {
             let code = module.get_finalized_function(id);
@@ -339,6 +312,39 @@ impl Jit {
             let mut env = Env::for_packet(state, pkt, args, run as *mut Run as *mut std::ffi::c_void);
             f(&mut env);
         }
+    }
+}
+
+/// A module being filled with functions, and the contexts that build them.
+struct Gen {
+    module: JITModule,
+    ctx: cranelift_codegen::Context,
+    fctx: FunctionBuilderContext,
+}
+
+impl Gen {
+    /// Declares function `name` with these parameter and return types,
+    /// has `lower` build its body (given the builder, the helpers and the
+    /// target) and defines it.
+    fn define(
+        &mut self,
+        name: &str,
+        params: &[cranelift_codegen::ir::Type],
+        ret: Option<cranelift_codegen::ir::Type>,
+        lower: impl FnOnce(FunctionBuilder, lower::Helpers, cranelift_codegen::isa::TargetFrontendConfig),
+    ) -> Result<cranelift_module::FuncId, String> {
+        let mut sig = self.module.make_signature();
+        sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));
+        sig.returns.extend(ret.map(AbiParam::new));
+        let id = self.module.declare_function(name, Linkage::Local, &sig).map_err(|e| e.to_string())?;
+        self.ctx.func.signature = sig;
+        self.ctx.func.name = UserFuncName::user(0, id.as_u32());
+        let h = helpers_for(&self.module, &mut self.ctx.func);
+        let target = self.module.target_config();
+        lower(FunctionBuilder::new(&mut self.ctx.func, &mut self.fctx), h, target);
+        self.module.define_function(id, &mut self.ctx).map_err(|e| format!("{e:?}"))?;
+        self.module.clear_context(&mut self.ctx);
+        Ok(id)
     }
 }
 
