@@ -268,12 +268,12 @@ impl Csum16Plan {
     }
 
     /// The plan for native code (jit): inputs of up to 16 bits and of 17
-    /// to 64 bits as (slot, mask, multiplier), the constants' share and
-    /// whether one is non-zero, and the headers that must be valid; None
-    /// if an input is wider than 64 bits.
+    /// to 64 bits as (slot, mask, multiplier), the constants' share, and
+    /// the headers that must be valid; None if an input is wider than 64
+    /// bits. (The sum alone tells whether any input is non-zero.)
     #[allow(clippy::type_complexity)]
-    pub(crate) fn narrow_parts(&self) -> Option<(&[(usize, u64, u64)], &[(usize, u64, u64)], (u64, bool), &[usize])> {
-        self.wide.is_empty().then_some((&self.short[..], &self.narrow[..], self.consts, &self.headers[..]))
+    pub(crate) fn narrow_parts(&self) -> Option<(&[(usize, u64, u64)], &[(usize, u64, u64)], u64, &[usize])> {
+        self.wide.is_empty().then_some((&self.short[..], &self.narrow[..], self.consts.0, &self.headers[..]))
     }
 
     /// Whether the plan holds for a packet with these valid headers.

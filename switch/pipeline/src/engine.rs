@@ -542,10 +542,6 @@ fn enqueue(p: &Program, pkt: Box<Pkt>, port: u32, trunc: Option<u32>, recirc: bo
 fn deparse(c: Code, s: &mut Scratch, pkt: &mut Pkt) -> Vec<u8> {
     let Code { p, state, native, .. } = c;
     let mut x = Exec { p, state, rng: &mut s.rng, buf: &mut s.buf, drop_port: DROP_PORT };
-    let native = native.filter(|j| j.has_deparser());
-    if native.is_none() {
-        parser::update_checksums(&mut x, pkt);
-    }
     // (Checksums change no header's validity: the length is known first.)
     let hlen = p.header_bytes(&pkt.phv.valid);
     // Headers are written front to back into zeroed bytes, with the slack
@@ -553,18 +549,14 @@ fn deparse(c: Code, s: &mut Scratch, pkt: &mut Pkt) -> Vec<u8> {
     let mut frame = s.frames.pop().unwrap_or_default();
     frame.clear();
     frame.resize(hlen + p.deparse_slack, 0);
-    match native {
-        // SAFETY: the frame has the room `Jit::deparse` needs.
-        Some(j) => {
-            unsafe { j.deparse(&mut x, pkt, &mut frame) };
-        }
-        None => {
-            let mut at = 0;
-            for &h in &p.deparser {
-                if pkt.phv.valid[h] {
-                    pkt.phv.deparse_at(p, h, &mut frame[at..]);
-                    at += p.headers[h].nbytes;
-                }
+    // SAFETY: the frame has the room `Jit::deparse` needs.
+    if !native.is_some_and(|j| unsafe { j.deparse(&mut x, pkt, &mut frame) }) {
+        parser::update_checksums(&mut x, pkt);
+        let mut at = 0;
+        for &h in &p.deparser {
+            if pkt.phv.valid[h] {
+                pkt.phv.deparse_at(p, h, &mut frame[at..]);
+                at += p.headers[h].nbytes;
             }
         }
     }

@@ -71,8 +71,8 @@ pub struct State {
     /// Where each counter array's cells and each narrow register array's
     /// cells lie, for native code (jit): the boxes above never move or
     /// change length once built.
-    counter_cells: Box<[RawCells]>,
-    reg_cells: Box<[RawCells]>,
+    counter_table: Box<[RawCells]>,
+    reg_table: Box<[RawCells]>,
     clone_sessions: RwLock<HashMap<u32, CloneSession>>,
     mcast: RwLock<HashMap<u16, Vec<Replica>>>,
     /// per value set: (member as given, member split per key field)
@@ -116,8 +116,8 @@ impl State {
             })
             .collect();
         let vsets = p.vset_infos.iter().map(|_| RwLock::new(Vec::new())).collect();
-        let counter_cells = counters.iter().map(|c| RawCells { addr: c.as_ptr() as usize, len: c.len() }).collect();
-        let reg_cells = registers
+        let counter_table = counters.iter().map(|c| RawCells { addr: c.as_ptr() as usize, len: c.len() }).collect();
+        let reg_table = registers
             .iter()
             .map(|r| match r {
                 RegArray::Narrow { cells, .. } => RawCells { addr: cells.as_ptr() as usize, len: cells.len() },
@@ -129,8 +129,8 @@ impl State {
             tables_gen: AtomicU64::new(0),
             counters,
             registers,
-            counter_cells,
-            reg_cells,
+            counter_table,
+            reg_table,
             clone_sessions: RwLock::new(HashMap::new()),
             mcast: RwLock::new(HashMap::new()),
             vsets,
@@ -377,12 +377,12 @@ impl State {
 
     /// The counter arrays' cells, by counter index (jit).
     pub(crate) fn counter_table(&self) -> &[RawCells] {
-        &self.counter_cells
+        &self.counter_table
     }
 
     /// The narrow register arrays' cells, by register index (jit).
     pub(crate) fn reg_table(&self) -> &[RawCells] {
-        &self.reg_cells
+        &self.reg_table
     }
 
     pub(crate) fn counter_inc(&self, c: usize, idx: i128, bytes: u64) {

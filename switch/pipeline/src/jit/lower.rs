@@ -12,7 +12,7 @@
 
 use super::{
     ArgSel, Jit, CELLS_ADDR, CELLS_LEN, CELLS_STRIDE, ENV_ARGS, ENV_COUNTERS, ENV_DIRTY, ENV_EXIT, ENV_F,
-    ENV_INGRESS_LENGTH, ENV_NARGS, ENV_PKT_LEN_REG, ENV_REGS, ENV_VALID,
+    ENV_NARGS, ENV_PKT, ENV_REGS, ENV_VALID, PKT_INGRESS_LENGTH, PKT_LEN_REG,
 };
 use crate::bits::mask;
 use crate::ir::{BinOp, Expr, HdrRef, KeySrc, LValue, NextMode, Node, Prim, Program};
@@ -90,6 +90,13 @@ pub(super) struct Lower<'a, 'f> {
     ret: Block,
     /// Where the action data known at compile time and the counts go.
     jit: &'a mut Jit,
+}
+
+/// The frame and the deparser's output: unaligned, and in bounds (the
+/// parser checks the room its loads reach; the deparser's caller makes
+/// the room).
+fn unaligned() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
 }
 
 fn flags() -> MemFlagsData {
@@ -375,12 +382,14 @@ impl<'a, 'f> Lower<'a, 'f> {
                 // ingress length and one packet.
                 let Some(i) = self.data(idx, args) else { return false };
                 let cell = self.cell_in_range(ENV_COUNTERS, *counter, i, 16);
-                let bytes = self.b.ins().load(I64, flags(), self.env, ENV_INGRESS_LENGTH);
+                let pkt = self.b.ins().load(I64, flags(), self.env, ENV_PKT);
+                let bytes = self.b.ins().load(I32, flags(), pkt, PKT_INGRESS_LENGTH);
+                let bytes = self.b.ins().uextend(I64, bytes);
                 let one = self.b.ins().iconst(I64, 1);
                 let packets = self.b.ins().iadd_imm_u(cell.addr, 8);
                 self.b.ins().atomic_rmw(I64, flags(), AtomicRmwOp::Add, cell.addr, bytes);
                 self.b.ins().atomic_rmw(I64, flags(), AtomicRmwOp::Add, packets, one);
-                self.end_in_range(cell);
+                self.end_if(cell.done);
             }
             Prim::RegisterRead { dst: LValue::Slot(d), reg, idx }
                 if !p.slots[*d].saturating && p.register_infos[*reg].bitwidth <= 64 =>
@@ -392,7 +401,7 @@ impl<'a, 'f> Lower<'a, 'f> {
                 let v = self.b.ins().load(I64, flags(), cell.addr, 0);
                 let v = self.and_const(V::N(v), p.slots[*d].mask);
                 self.store(*d, v);
-                self.end_in_range(cell);
+                self.end_if(cell.done);
             }
             Prim::RegisterWrite { reg, idx, val } if p.register_infos[*reg].bitwidth <= 64 => {
                 // `State::reg_set`: the value cut to the register's width.
@@ -402,7 +411,7 @@ impl<'a, 'f> Lower<'a, 'f> {
                 let v = self.low(v);
                 let cell = self.cell_in_range(ENV_REGS, *reg, i, 8);
                 self.b.ins().store(flags(), v, cell.addr, 0);
-                self.end_in_range(cell);
+                self.end_if(cell.done);
             }
             Prim::AddHeader(HdrRef::Fixed(h)) if p.headers[*h].union_of.is_none() => {
                 // `actions::run`: a header not yet valid is zeroed, made
@@ -458,7 +467,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     /// Branches into a new block where cell `i` of array `a` exists, `a`
     /// indexing the state's table of arrays at Env offset `table`
     /// (`stride` bytes a cell); the lengths are the state's, read at run
-    /// time. `end_in_range` joins the paths again.
+    /// time. `end_if(cell.done)` joins the paths again.
     fn cell_in_range(&mut self, table: i32, a: usize, i: V, stride: i64) -> InRange {
         let base = self.b.ins().load(I64, flags(), self.env, table);
         let entry = (a as i64 * CELLS_STRIDE) as i32;
@@ -482,11 +491,6 @@ impl<'a, 'f> Lower<'a, 'f> {
         let off = self.b.ins().imul_imm_u(lo, stride);
         let addr = self.b.ins().iadd(start, off);
         InRange { addr, done }
-    }
-
-    /// Ends the block `cell_in_range` opened.
-    fn end_in_range(&mut self, cell: InRange) {
-        self.end_if(cell.done);
     }
 
     /// Branches into a new block where header `h`'s validity is `is`;
@@ -517,10 +521,10 @@ impl<'a, 'f> Lower<'a, 'f> {
 
     /// Adds `n` (two's complement) to the packet's length register.
     fn add_pkt_len(&mut self, n: i64) {
-        let at = self.b.ins().load(I64, flags(), self.env, ENV_PKT_LEN_REG);
-        let len = self.b.ins().load(I32, flags(), at, 0);
+        let pkt = self.b.ins().load(I64, flags(), self.env, ENV_PKT);
+        let len = self.b.ins().load(I32, flags(), pkt, PKT_LEN_REG);
         let len = self.b.ins().iadd_imm_s(len, n);
-        self.b.ins().store(flags(), len, at, 0);
+        self.b.ins().store(flags(), len, pkt, PKT_LEN_REG);
     }
 
     // ---- values
@@ -625,6 +629,15 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     fn store(&mut self, s: usize, v: V) {
+        self.put_slot(s, v);
+        // Phv::put's dirty mark.
+        let one = self.b.ins().iconst(I8, 1);
+        self.b.ins().store(flags(), one, self.dirty, (s >> CHUNK_SHIFT) as i32);
+    }
+
+    /// Slot `s` set to `v` (its upper half zero if the slot is narrow),
+    /// without the dirty mark.
+    fn put_slot(&mut self, s: usize, v: V) {
         let off = (s * 16) as i32;
         if self.p.slots[s].width <= 64 {
             let lo = self.low(v);
@@ -635,9 +648,6 @@ impl<'a, 'f> Lower<'a, 'f> {
             let w = self.wide(v);
             self.b.ins().store(flags(), w, self.f, off);
         }
-        // Phv::put's dirty mark.
-        let one = self.b.ins().iconst(I8, 1);
-        self.b.ins().store(flags(), one, self.dirty, (s >> CHUNK_SHIFT) as i32);
     }
 
     fn bool_to_data(&mut self, b: Value) -> V {

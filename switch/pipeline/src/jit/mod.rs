@@ -56,11 +56,9 @@ pub(crate) struct Env {
     /// `State::reg_table`), for `count` and register reads and writes inline.
     counters: *const RawCells,
     regs: *const RawCells,
-    /// The packet's length register (header additions and removals move
-    /// it) and its length at ingress (what `count` adds).
-    pkt_len_reg: *mut u32,
-    ingress_length: u64,
-    /// The packet (for the checksum helper).
+    /// The packet: its length register (header additions and removals
+    /// move it) and length at ingress (what `count` adds) are read at
+    /// their offsets; the checksum helper takes the packet from here.
     pkt: *mut Pkt,
 }
 impl Env {
@@ -78,8 +76,6 @@ impl Env {
             run,
             counters: state.counter_table().as_ptr(),
             regs: state.reg_table().as_ptr(),
-            pkt_len_reg: &mut pkt.pkt_len_reg,
-            ingress_length: pkt.ingress_length as u64,
             pkt,
         }
     }
@@ -94,8 +90,10 @@ const ENV_ARGS: i32 = std::mem::offset_of!(Env, args) as i32;
 const ENV_NARGS: i32 = std::mem::offset_of!(Env, nargs) as i32;
 const ENV_COUNTERS: i32 = std::mem::offset_of!(Env, counters) as i32;
 const ENV_REGS: i32 = std::mem::offset_of!(Env, regs) as i32;
-const ENV_PKT_LEN_REG: i32 = std::mem::offset_of!(Env, pkt_len_reg) as i32;
-const ENV_INGRESS_LENGTH: i32 = std::mem::offset_of!(Env, ingress_length) as i32;
+const ENV_PKT: i32 = std::mem::offset_of!(Env, pkt) as i32;
+// Where the packet's u32 length fields are.
+const PKT_LEN_REG: i32 = std::mem::offset_of!(Pkt, pkt_len_reg) as i32;
+const PKT_INGRESS_LENGTH: i32 = std::mem::offset_of!(Pkt, ingress_length) as i32;
 // A RawCells entry: its address, then its length.
 const CELLS_STRIDE: i64 = std::mem::size_of::<RawCells>() as i64;
 const CELLS_LEN: i32 = std::mem::offset_of!(RawCells, len) as i32;
@@ -133,8 +131,8 @@ pub struct JitStats {
 type PipeFn = unsafe extern "C" fn(*mut Env);
 /// The parser: Env, the frame's address and length, where it leaves off.
 type ParseFn = unsafe extern "C" fn(*mut Env, *const u8, u64, *mut ParseOut);
-/// The deparser: Env, where the headers go; returns their bytes.
-type DeparseFn = unsafe extern "C" fn(*mut Env, *mut u8) -> u64;
+/// The deparser: Env, where the headers go.
+type DeparseFn = unsafe extern "C" fn(*mut Env, *mut u8);
 
 /// The compiled pipelines of one program.
 pub(crate) struct Jit {
@@ -219,7 +217,7 @@ impl Jit {
         })?;
         jit.stats.parse_states = p.parse_states.len();
         let deparser_id = match lower::Lower::can_deparse(p) {
-            true => Some(gen.define("deparser", &[I64, I64], Some(I64), |b, h, target| {
+            true => Some(gen.define("deparser", &[I64, I64], None, |b, h, target| {
                 lower::Lower::deparser(lower::Function { p, b, h, drop_port, jit: &mut jit }, target)
             })?),
             false => None,
@@ -274,21 +272,16 @@ impl Jit {
         Some(out)
     }
 
-    /// Whether the deparser runs as native code (`deparse`).
-    pub fn has_deparser(&self) -> bool {
-        self.deparser.is_some()
-    }
-
     /// The deparser's update checksums on `pkt`, then its valid headers in
-    /// the deparser's order at the start of `out`; returns their bytes
-    /// (see `has_deparser`: 0 without a native deparser).
+    /// the deparser's order at the start of `out`; false (and nothing
+    /// done) without a native deparser.
     ///
     /// # Safety
     /// `out` has room for those headers (`Program::header_bytes` of the
     /// packet's valid headers) and `Program::deparse_slack` more: a
     /// header's last word is written whole.
-    pub unsafe fn deparse(&self, x: &mut Exec, pkt: &mut Pkt, out: &mut [u8]) -> usize {
-        let Some(f) = self.deparser else { return 0 };
+    pub unsafe fn deparse(&self, x: &mut Exec, pkt: &mut Pkt, out: &mut [u8]) -> bool {
+        let Some(f) = self.deparser else { return false };
         // SAFETY: the pointers are pkt's, x's and out's, live and
         // exclusively ours for the call (the checksum helper reaches the
         // packet through Env::pkt and the executor through Env::run only
@@ -296,8 +289,9 @@ impl Jit {
         // room the caller vouches for.
         unsafe {
             let mut env = Env::for_packet(x.state, pkt, std::ptr::null(), x as *mut Exec as *mut std::ffi::c_void);
-            f(&mut env, out.as_mut_ptr()) as usize
+            f(&mut env, out.as_mut_ptr());
         }
+        true
     }
 
     /// Runs pipeline `pipe` (see `has`) on `run.pkt`.

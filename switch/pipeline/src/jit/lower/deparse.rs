@@ -10,18 +10,12 @@
 //! program whose every deparsed header has a word plan; else the
 //! interpreter deparses as before.
 
-use super::{flags, Args, Lower, V};
+use super::{flags, unaligned, Args, Lower, V};
 use crate::ir::{ChecksumDef, ChecksumKind};
 use crate::jit::ArgSel;
 use cranelift_codegen::ir::types::{I64, I8};
-use cranelift_codegen::ir::{InstBuilder, MemFlagsData, Value};
+use cranelift_codegen::ir::{InstBuilder, Value};
 use cranelift_codegen::isa::TargetFrontendConfig;
-
-/// The output buffer: written unaligned, within the room the caller made
-/// (the headers' bytes and `Program::deparse_slack`).
-fn out_flags() -> MemFlagsData {
-    MemFlagsData::new().with_notrap()
-}
 
 impl<'a, 'f> Lower<'a, 'f> {
     /// Whether every header the deparser may emit has a word plan.
@@ -30,8 +24,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     /// Lowers the deparser into `b`'s function, whose parameters are the
-    /// `Env` pointer and the output's address, and which returns the
-    /// bytes of headers written (`can_deparse` must hold).
+    /// `Env` pointer and the output's address (`can_deparse` must hold).
     pub fn deparser(f: super::Function<'a, 'f>, target: TargetFrontendConfig) {
         let p = f.p;
         let (mut l, params) = Self::begin(f);
@@ -59,19 +52,15 @@ impl<'a, 'f> Lower<'a, 'f> {
                     acc = l.b.ins().bor(acc, v);
                 }
                 let w = l.b.ins().bswap(acc);
-                l.b.ins().store(out_flags(), w, base, (k * 8) as i32);
+                l.b.ins().store(unaligned(), w, base, (k * 8) as i32);
             }
             let pos = l.b.ins().iadd_imm_u(pos, header.nbytes as i64);
             l.b.def_var(at, pos);
             l.end_if(done);
         }
-        let n = l.b.use_var(at);
         let ret = l.ret;
         l.b.ins().jump(ret, &[]);
-        l.b.switch_to_block(ret);
-        l.b.ins().return_(&[n]);
-        l.b.seal_all_blocks();
-        l.b.finalize(target);
+        l.finish(target);
     }
 
     /// Update checksum `i`, `c` (`parser::update_checksums`'s step).
@@ -108,7 +97,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         self.checksum_helper(i);
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(sum);
-        let v = self.csum16(short, narrow, consts.0);
+        let v = self.csum16(short, narrow, consts);
         let v = self.and_const(V::N(v), p.slots[c.slot].mask);
         self.store(c.slot, v);
         self.end_if(done);

@@ -13,14 +13,14 @@
 //! UDP) per packet, and the interpreter's loop over states and operations
 //! cost several times the loads and stores of the fields themselves.
 
-use super::{flags, Args, Lower, V};
+use super::{flags, unaligned, Args, Lower, V};
 use crate::ir::{ParserOp, SetSrc, TransCase, TransKey};
 use crate::jit::ArgSel;
 use crate::phv::CHUNK_SHIFT;
 use crate::parser::MAX_STATES;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I64, I8};
-use cranelift_codegen::ir::{Block, InstBuilder, MemFlagsData, Value};
+use cranelift_codegen::ir::{Block, InstBuilder, Value};
 use cranelift_codegen::isa::TargetFrontendConfig;
 use cranelift_frontend::Variable;
 
@@ -46,10 +46,12 @@ const OUT_POS: i32 = std::mem::offset_of!(ParseOut, pos) as i32;
 const OUT_VISITED: i32 = std::mem::offset_of!(ParseOut, visited) as i32;
 const OUT_ERR: i32 = std::mem::offset_of!(ParseOut, err) as i32;
 
-/// The frame's bytes: loaded unaligned, from memory the reach check has
-/// shown to be inside the frame.
-fn frame_flags() -> MemFlagsData {
-    MemFlagsData::new().with_notrap()
+/// How the native parser ends: the interpreter takes over at a state, or
+/// the parse is over with an error code (the program's NoError when it
+/// accepted).
+enum Leave {
+    HandOver(usize),
+    Error(u32),
 }
 
 /// The parser function's own values besides `Lower`'s.
@@ -86,7 +88,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             native += l.parse_state(si, &mut blocks, &mut todo, &v) as usize;
         }
         l.b.switch_to_block(v.done);
-        l.leave(&v, None, p.errors.no_error as i64);
+        l.leave(&v, Leave::Error(p.errors.no_error));
         l.finish(target);
         native
     }
@@ -103,14 +105,13 @@ impl<'a, 'f> Lower<'a, 'f> {
         b
     }
 
-    /// Writes the `ParseOut` and returns: a hand-over at state `si`
-    /// (`state` Some), or else error `err`.
-    fn leave(&mut self, v: &P, state: Option<usize>, err: i64) {
+    /// Writes the `ParseOut` and returns.
+    fn leave(&mut self, v: &P, how: Leave) {
         let pos = self.b.use_var(v.pos);
         let visited = self.b.use_var(v.visited);
-        let (st, err) = match state {
-            Some(si) => (si as i64, ParseOut::CONTINUE as i64),
-            None => (0, err),
+        let (st, err) = match how {
+            Leave::HandOver(si) => (si as i64, ParseOut::CONTINUE as i64),
+            Leave::Error(e) => (0, e as i64),
         };
         let st = self.b.ins().iconst(I64, st);
         let err = self.b.ins().iconst(I64, err);
@@ -139,7 +140,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         }
         self.b.switch_to_block(entry);
         if !ok {
-            self.leave(v, Some(si), 0);
+            self.leave(v, Leave::HandOver(si));
             return false;
         }
         // The interpreter runs a state whose headers might reach past the
@@ -151,7 +152,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         let hand = self.b.create_block();
         self.b.ins().brif(short, hand, &[], run, &[]);
         self.b.switch_to_block(hand);
-        self.leave(v, Some(si), 0);
+        self.leave(v, Leave::HandOver(si));
         // `parse`'s count: the state is visited; too many is a timeout.
         self.b.switch_to_block(run);
         let n = self.b.use_var(v.visited);
@@ -161,7 +162,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         let timeout = self.b.create_block();
         self.b.ins().brif(over, timeout, &[], body, &[]);
         self.b.switch_to_block(timeout);
-        self.leave(v, None, p.errors.parser_timeout as i64);
+        self.leave(v, Leave::Error(p.errors.parser_timeout));
         true
     }
 
@@ -185,14 +186,11 @@ impl<'a, 'f> Lower<'a, 'f> {
                     // `Phv::extract`: the fields, their chunks marked, the
                     // header valid.
                     for (i, (off, shift, mask)) in fields.enumerate() {
-                        let w = self.b.ins().load(I64, frame_flags(), base, (at + off) as i32);
+                        let w = self.b.ins().load(I64, unaligned(), base, (at + off) as i32);
                         let w = self.b.ins().bswap(w);
                         let w = self.b.ins().ushr_imm_u(w, shift as i64);
                         let w = self.b.ins().band_imm_u(w, mask as i64);
-                        let zero = self.b.ins().iconst(I64, 0);
-                        let s = hd.first_slot + i;
-                        self.b.ins().store(flags(), w, self.f, (s * 16) as i32);
-                        self.b.ins().store(flags(), zero, self.f, (s * 16 + 8) as i32);
+                        self.put_slot(hd.first_slot + i, V::N(w));
                     }
                     if hd.nfields > 0 {
                         let one = self.b.ins().iconst(I8, 1);
