@@ -78,6 +78,10 @@ pub(crate) struct TableState {
     /// longest prefix first. `exact`/`lpm` stay empty then.
     exact1: HashMap<u128, usize>,
     lpm1: Vec<(u32, u128, HashMap<u128, usize>)>,
+    /// An exact table whose key fields fit 128 bits side by side keeps its
+    /// entries in `exact1` under that one value (`pack`): the ECMP table's
+    /// two fields hashed as a slice cost several times one value's hash.
+    packed: bool,
     ordered: Vec<usize>,
     /// Ternary-kind tables: the interval index of `ordered`, built on the
     /// first lookup after a change (`None` inside: the entries do not fit
@@ -331,6 +335,38 @@ fn canon(def: &TableDef, info: &TableInfo, key: &[MatchKey]) -> Result<Vec<Fm>, 
     Ok(out)
 }
 
+/// Appends an entry's action data to `args` (cleared): a few values, one
+/// by one, where `extend_from_slice` called memmove for each lookup.
+#[inline]
+fn copy_args(args: &mut Vec<u128>, from: &[u128]) {
+    args.reserve(from.len());
+    for &a in from {
+        args.push(a);
+    }
+}
+
+/// Whether an exact table's key fields fit one u128 side by side.
+fn packs(def: &TableDef) -> bool {
+    def.kind == TableKind::Exact && def.keys.iter().map(|k| k.width).sum::<u32>() <= 128
+}
+
+/// The key's fields side by side, the first highest; `None` when a value
+/// does not fit its field's width (a key no entry can have).
+#[inline]
+fn pack(def: &TableDef, key: &[u128]) -> Option<u128> {
+    if let [v] = key {
+        return Some(*v);
+    }
+    let mut out = 0u128;
+    for (k, &v) in def.keys.iter().zip(key) {
+        if k.width < 128 && v >> k.width != 0 {
+            return None;
+        }
+        out = out.checked_shl(k.width).unwrap_or(0) | v;
+    }
+    Some(out)
+}
+
 fn exact_key(fm: &[Fm]) -> Box<[u128]> {
     fm.iter()
         .map(|f| match f {
@@ -374,6 +410,7 @@ impl TableState {
             lpm: Vec::new(),
             exact1: HashMap::default(),
             lpm1: Vec::new(),
+            packed: packs(&p.table_defs[t]),
             ordered: Vec::new(),
             index: OnceLock::new(),
             default: None,
@@ -399,6 +436,7 @@ impl TableState {
             lpm: Vec::new(),
             exact1: HashMap::default(),
             lpm1: Vec::new(),
+            packed: packs(&p.table_defs[t]),
             ordered: Vec::new(),
             index: OnceLock::new(),
             default: None,
@@ -412,7 +450,7 @@ impl TableState {
 
     fn find(&self, def: &TableDef, fm: &[Fm], priority: i32) -> Option<usize> {
         match def.kind {
-            TableKind::Exact if def.keys.len() == 1 => self.exact1.get(&exact_key(fm)[0]).copied(),
+            TableKind::Exact if self.packed => pack(def, &exact_key(fm)).and_then(|k| self.exact1.get(&k).copied()),
             TableKind::Exact => self.exact.get(&exact_key(fm)).copied(),
             TableKind::Lpm if def.keys.len() == 1 => {
                 let l = lpm_plen(fm);
@@ -446,6 +484,8 @@ impl TableState {
         if self.count >= info.max_size {
             return Err(StateError::TableFull { table: info.name.clone(), max_size: info.max_size });
         }
+        // (canon checked each field against its width: pack cannot refuse it)
+        let packed_key = if self.packed { pack(def, &exact_key(&fm)).unwrap_or_default() } else { 0 };
         self.seq += 1;
         let entry = Entry { orig: e, fm, priority, action, args, counter: Arc::default(), seq: self.seq };
         let idx = match self.free.pop() {
@@ -456,8 +496,8 @@ impl TableState {
             }
         };
         match def.kind {
-            TableKind::Exact if def.keys.len() == 1 => {
-                self.exact1.insert(exact_key(&entry.fm)[0], idx);
+            TableKind::Exact if self.packed => {
+                self.exact1.insert(packed_key, idx);
             }
             TableKind::Exact => {
                 self.exact.insert(exact_key(&entry.fm), idx);
@@ -538,8 +578,10 @@ impl TableState {
     fn remove_idx(&mut self, def: &TableDef, idx: usize) {
         if let Some(e) = self.slab[idx].take() {
             match def.kind {
-                TableKind::Exact if def.keys.len() == 1 => {
-                    self.exact1.remove(&exact_key(&e.fm)[0]);
+                TableKind::Exact if self.packed => {
+                    if let Some(k) = pack(def, &exact_key(&e.fm)) {
+                        self.exact1.remove(&k);
+                    }
                 }
                 TableKind::Exact => {
                     self.exact.remove(&exact_key(&e.fm));
@@ -706,7 +748,10 @@ impl TableState {
         count_bytes: Option<u64>,
     ) -> LookupResult {
         let found = match def.kind {
+            // Keyless: only the default action.
+            _ if key.is_empty() => None,
             TableKind::Exact if key.len() == 1 => self.exact1.get(&key[0]).copied(),
+            TableKind::Exact if self.packed => pack(def, key).and_then(|k| self.exact1.get(&k).copied()),
             TableKind::Exact => self.exact.get(key).copied(),
             TableKind::Lpm if key.len() == 1 => {
                 self.lpm1.iter().find_map(|(_, m, map)| map.get(&(key[0] & m)).copied())
@@ -737,12 +782,12 @@ impl TableState {
             if let Some(b) = count_bytes {
                 e.counter.add(b);
             }
-            args.extend_from_slice(&e.args);
+            copy_args(args, &e.args);
             return LookupResult { hit: true, action: Some(e.action) };
         }
         match &self.default {
             Some((a, a_args, _)) => {
-                args.extend_from_slice(a_args);
+                copy_args(args, a_args);
                 LookupResult { hit: false, action: Some(*a) }
             }
             None => LookupResult { hit: false, action: None },
@@ -798,6 +843,27 @@ mod tests {
 
     fn scan(def: &TableDef, slab: &[Option<Entry>], ordered: &[usize], k: &[u128]) -> Option<usize> {
         ordered.iter().copied().find(|&i| slab[i].as_ref().is_some_and(|e| fm_matches(def, &e.fm, k)))
+    }
+
+    /// An exact table's fields side by side in one value: each pair of
+    /// values its own, and a value wider than its field (which no entry
+    /// can hold) gives no key rather than another pair's.
+    #[test]
+    fn packed_exact_keys_are_distinct_and_refuse_wide_values() {
+        let mut d = def(vec![key(KeyKind::Exact, 16), key(KeyKind::Exact, 16)]);
+        d.kind = TableKind::Exact;
+        assert!(packs(&d));
+        let mut seen = std::collections::HashSet::new();
+        for a in [0u128, 1, 2, 0xffff] {
+            for b in [0u128, 1, 2, 0xffff] {
+                assert!(seen.insert(pack(&d, &[a, b]).expect("fits")), "({a}, {b}) collides");
+            }
+        }
+        assert_eq!(pack(&d, &[0, 1 << 16]), None);
+        assert_eq!(pack(&d, &[1 << 16, 0]), None);
+        let mut wide = def(vec![key(KeyKind::Exact, 64), key(KeyKind::Exact, 65)]);
+        wide.kind = TableKind::Exact;
+        assert!(!packs(&wide));
     }
 
     /// The controller's RED profile (ecn_red: egress port exact, queue depth
