@@ -398,19 +398,21 @@ impl Agent {
                 Ok(stack.next_wakeup())
             }
             Role::Receiver { recv, log, flows, ack } => {
-                if recv.next_timer(now) <= now {
+                let mut next = recv.next_timer(now);
+                if next <= now {
                     let port = self.port;
                     recv.poll_timers(now, ack, |to, b| {
                         if let SocketAddr::V4(dst) = to {
                             out.push(port, dst, 0, b);
                         }
                     });
+                    next = recv.next_timer(now);
                 }
                 for r in recv.take_finished() {
                     log.flow(&r).map_err(err)?;
                     *flows += 1;
                 }
-                Ok(Some(recv.next_timer(now)))
+                Ok(Some(next))
             }
             Role::Collector { .. } => Ok(None),
         }

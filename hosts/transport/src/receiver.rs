@@ -14,7 +14,7 @@ use crate::wire::{
     NO_QDEPTH, SIZE_UNKNOWN, TYPE_ABORT,
 };
 use cc::dcqcn::NotificationPoint;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::net::SocketAddr;
 use telemetry::ShimError;
 
@@ -216,6 +216,11 @@ pub struct Receiver {
     /// Ordered, so timers fire and shutdown records flows in the same order
     /// on every run (the simulator's results are byte-identical per seed).
     flows: BTreeMap<Key, RecvFlow>,
+    /// (when its delayed ACK is due, key) of every flow holding one
+    /// (`last_ack`): the next timer without a walk over every flow, most
+    /// of which (finished, lingering) hold none; the simulator asked after
+    /// every datagram.
+    delayed: BTreeSet<(u64, Key)>,
     /// Keys (with seed) of completed flows that were evicted: late
     /// retransmissions of them are answered, not mistaken for new flows.
     tombstones: HashSet<(Key, u64)>,
@@ -235,7 +240,7 @@ pub struct AckOut {
 
 impl Receiver {
     pub fn new(cfg: ReceiverConfig) -> Receiver {
-        Receiver { cfg, flows: BTreeMap::new(), tombstones: HashSet::new(), finished: Vec::new(), spare: AckLists::default(), stats: ReceiverStats::default() }
+        Receiver { cfg, flows: BTreeMap::new(), delayed: BTreeSet::new(), tombstones: HashSet::new(), finished: Vec::new(), spare: AckLists::default(), stats: ReceiverStats::default() }
     }
 
     pub fn active_flows(&self) -> usize {
@@ -276,7 +281,9 @@ impl Receiver {
                     f.recorded = true;
                     let rec = f.record(from, h.flow_id, RecvStatus::Aborted(reason));
                     self.finished.push(rec);
-                    self.flows.remove(&key);
+                    if let Some(f) = self.flows.remove(&key) {
+                        self.unschedule(key, &f);
+                    }
                 }
             }
             return None;
@@ -290,6 +297,7 @@ impl Receiver {
         };
         if replace {
             if let Some(old) = self.flows.remove(&key) {
+                self.unschedule(key, &old);
                 if !old.recorded {
                     self.finished.push(old.record(from, h.flow_id, RecvStatus::Replaced));
                 }
@@ -515,14 +523,18 @@ impl Receiver {
         if immediate {
             f.pending = 0;
             f.pend_qdepth = 0;
-            f.last_ack = None;
+            if f.last_ack.take().is_some() {
+                self.delayed.remove(&(f.pending_since + cfg.delayed_ack_ns, key));
+            }
             self.stats.acks_sent += 1;
             let len = ack.write(ack_buf);
             self.spare = ack.into_lists();
             Some(AckOut { to: from, len })
         } else {
             if f.pending == 1 {
+                // (the first ACK held since the last one went out)
                 f.pending_since = now_ns;
+                self.delayed.insert((now_ns + cfg.delayed_ack_ns, key));
             }
             f.last_ack = Some(ack);
             None
@@ -532,13 +544,15 @@ impl Receiver {
     /// Earliest time [`Receiver::poll_timers`] has work (delayed ACKs; idle
     /// flows are checked at least every 100 ms).
     pub fn next_timer(&self, now_ns: u64) -> u64 {
-        let mut t = now_ns + 100_000_000;
-        for f in self.flows.values() {
-            if f.last_ack.is_some() {
-                t = t.min(f.pending_since + self.cfg.delayed_ack_ns);
-            }
+        let idle_check = now_ns + 100_000_000;
+        self.delayed.first().map_or(idle_check, |&(due, _)| due.min(idle_check))
+    }
+
+    /// Drops a flow's delayed ACK, if it holds one, from `delayed`.
+    fn unschedule(&mut self, key: Key, f: &RecvFlow) {
+        if f.last_ack.is_some() {
+            self.delayed.remove(&(f.pending_since + self.cfg.delayed_ack_ns, key));
         }
-        t
     }
 
     /// Sends due delayed ACKs through `send` and closes idle flows.
@@ -547,6 +561,7 @@ impl Receiver {
         for (key, f) in self.flows.iter_mut() {
             if f.last_ack.is_some() && now_ns >= f.pending_since + self.cfg.delayed_ack_ns {
                 if let Some(a) = f.last_ack.take() {
+                    self.delayed.remove(&(f.pending_since + self.cfg.delayed_ack_ns, *key));
                     let n = a.write(ack_buf);
                     send(key.0, &ack_buf[..n]);
                     self.stats.acks_sent += 1;
@@ -565,6 +580,7 @@ impl Receiver {
         }
         for key in expired {
             if let Some(f) = self.flows.remove(&key) {
+                self.unschedule(key, &f);
                 if f.complete_ns.is_some() {
                     if self.tombstones.len() > 1_000_000 {
                         self.tombstones.clear();
@@ -579,6 +595,7 @@ impl Receiver {
 
     /// Records every unfinished flow as incomplete (receiver shutdown).
     pub fn close_all(&mut self) {
+        self.delayed.clear();
         for (key, f) in std::mem::take(&mut self.flows) {
             if !f.recorded {
                 self.finished.push(f.record(key.0, key.1, RecvStatus::Incomplete));
@@ -636,6 +653,88 @@ mod tests {
             tx_bytes: 0xffff_ff00,
             rate_kbps: 10_000_000,
         }
+    }
+
+    /// The delayed-ACK timer as a walk over every flow finds it.
+    fn next_timer_by_walk(r: &Receiver, now: u64) -> u64 {
+        r.flows.values().filter(|f| f.last_ack.is_some()).map(|f| f.pending_since + r.cfg.delayed_ack_ns).fold(now + 100_000_000, u64::min)
+    }
+
+    /// The receiver's index of held ACKs answers as a walk over the flows
+    /// does, through held and immediate ACKs, timers, completions,
+    /// lingering and idle flows expiring, a flow replaced by a new seed and
+    /// an abort.
+    #[test]
+    fn next_timer_agrees_with_a_walk_over_the_flows() {
+        // (the second: ACKs held longer than an idle flow lives, so flows
+        // expire holding one)
+        for delayed_ack_ns in [40_000, 8_000_000] {
+            next_timer_walk_case(ReceiverConfig { ack_every: 3, delayed_ack_ns, linger_ns: 3_000_000, idle_timeout_ns: 6_000_000, ..ReceiverConfig::default() });
+        }
+    }
+
+    fn next_timer_walk_case(cfg: ReceiverConfig) {
+        let mut r = Receiver::new(cfg);
+        let mut ack = [0u8; wire::MAX_ACK_LEN];
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let (mut now, mut next_seq, mut seeds) = (0u64, [0u64; 8], [1u64; 8]);
+        let (mut held, mut sent) = (0, 0);
+        for _ in 0..20_000 {
+            now += 1 + rnd(20_000);
+            if rnd(500) == 0 {
+                // a lull: flows go idle
+                now += 7_000_000;
+            }
+            let i = rnd(8) as usize;
+            match rnd(20) {
+                0 => r.poll_timers(now, &mut ack, |_, _| sent += 1),
+                1 => {
+                    // a new flow under the same key (another seed)
+                    seeds[i] += 1;
+                    next_seq[i] = 0;
+                }
+                2 => {
+                    let hdr = DataHeader { ptype: TYPE_ABORT, flow_id: 1, seq: 0, flow_size: 100_000, seed: seeds[i], send_ts_ns: 5, tx_seq: 0, payload_len: 0, flags: 0 };
+                    let mut b = vec![0u8; Shim::empty().len() + DATA_HDR_LEN];
+                    wire::write_data_prefix(&hdr, &Shim::empty(), &mut b);
+                    r.on_datagram(now, peer(i as u16), ECT0, &b, &mut ack);
+                    next_seq[i] = 0;
+                    seeds[i] += 1;
+                }
+                k => {
+                    // in order mostly; now and then a gap or a duplicate
+                    let seq = match k {
+                        3 => next_seq[i] + 1000,
+                        4 => next_seq[i].saturating_sub(1000),
+                        _ => next_seq[i],
+                    }
+                    .min(99_000);
+                    let hdr = DataHeader { ptype: TYPE_DATA, flow_id: 1, seq, flow_size: 100_000, seed: seeds[i], send_ts_ns: 5, tx_seq: 0, payload_len: 1000, flags: 0 };
+                    let mut b = vec![0u8; Shim::empty().len() + DATA_HDR_LEN + 1000];
+                    let o = wire::write_data_prefix(&hdr, &Shim::empty(), &mut b);
+                    payload::fill(seeds[i], seq, &mut b[o..]);
+                    let tos = if rnd(10) == 0 { CE } else { ECT0 };
+                    if r.on_datagram(now, peer(i as u16), tos, &b, &mut ack).is_none() {
+                        held += 1;
+                    }
+                    next_seq[i] = (seq + 1000) % 100_000;
+                }
+            }
+            assert_eq!(r.next_timer(now), next_timer_by_walk(&r, now), "at {now} ns");
+            assert_eq!(r.delayed.len(), r.flows.values().filter(|f| f.last_ack.is_some()).count());
+        }
+        assert!(held > 1000, "the run held ACKs ({held})");
+        if r.cfg.delayed_ack_ns < r.cfg.linger_ns {
+            assert!(sent > 100, "held ACKs went out on timers ({sent})");
+        }
+        r.close_all();
+        assert!(r.delayed.is_empty());
     }
 
     #[test]
