@@ -290,12 +290,9 @@ impl Receiver {
         }
         self.stats.data_pkts += 1;
 
-        // find or create the flow
-        let replace = match self.flows.get(&key) {
-            Some(f) => f.seed != h.seed,
-            None => false,
-        };
-        if replace {
+        // find or create the flow (Some(false): another flow under its key)
+        let known = self.flows.get(&key).map(|f| f.seed == h.seed);
+        if known == Some(false) {
             if let Some(old) = self.flows.remove(&key) {
                 self.unschedule(key, &old);
                 if !old.recorded {
@@ -303,7 +300,7 @@ impl Receiver {
                 }
             }
         }
-        if !self.flows.contains_key(&key) {
+        if known != Some(true) {
             if self.tombstones.contains(&(key, h.seed)) {
                 // late retransmission of a finished flow: answer "complete"
                 let size = if h.flow_size != SIZE_UNKNOWN { h.flow_size } else { h.seq + h.payload_len as u64 };
