@@ -119,14 +119,15 @@ pub fn build_from_json(json: &[u8], info: Option<&P4Info>) -> Result<Pipeline, S
     }
     let text = std::str::from_utf8(json)
         .map_err(|_| Status::invalid_argument("p4_device_config is not UTF-8 bmv2 JSON"))?;
-    let program = catch_unwind(|| Program::from_json(text))
+    // (one program per text in the process: a simulated fabric's switches
+    // share it and its compiled code; each gets its own state below)
+    let program = catch_unwind(|| Program::from_json_shared(text))
         .map_err(|_| Status::internal("the JSON loader failed unexpectedly"))?
         .map_err(|e| Status::invalid_argument(format!("cannot load the bmv2 JSON: {e}")))?;
     let binding = match info {
         Some(i) => Some(Binding::new(i, &program).map_err(|e| Status::invalid_argument(e.to_string()))?),
         None => None,
     };
-    let program = Arc::new(program);
     let state = Arc::new(State::new(program.clone()));
     Ok(Pipeline {
         program,

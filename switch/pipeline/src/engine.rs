@@ -111,7 +111,7 @@ pub struct Engine {
     /// The pipelines as native code (jit/), calling back into `fast` for
     /// what they have no inline form for. None: off; Err: not built (no
     /// code generator for this host), `fast` runs them.
-    native: Option<Result<Jit, String>>,
+    native: Option<Arc<Result<Jit, String>>>,
     s: Scratch,
 }
 
@@ -230,12 +230,11 @@ impl Engine {
         let prog = state.program().clone();
         // P4CC_JIT=0: the closures only (for comparing the two).
         let native = std::env::var("P4CC_JIT").map_or(true, |v| v != "0");
-        let fast = Some(Arc::new(FastProgram::build(&prog)));
-        let native = native.then(|| Jit::build(&prog, DROP_PORT));
+        let (fast, native) = crate::shared::code_for(&prog, native);
         Engine {
             state,
             prog,
-            fast,
+            fast: Some(fast),
             native,
             s: Scratch { tables: Vec::new(), tables_gen: u64::MAX, pool: Vec::new(), frames: Vec::new(), rng: Rng::new(seed), buf: Vec::new(), key: Vec::new(), lpm: Vec::new(), args: Vec::new() },
         }
@@ -258,24 +257,24 @@ impl Engine {
     /// or on the general interpreter. Both give the same results; the
     /// general path is there to check that (tests/fuzz.rs).
     pub fn set_fast_path(&mut self, on: bool) {
-        self.fast = on.then(|| Arc::new(FastProgram::build(&self.prog)));
-        self.native = on.then(|| Jit::build(&self.prog, DROP_PORT));
+        let (fast, native) = crate::shared::code_for(&self.prog, on);
+        self.fast = on.then_some(fast);
+        self.native = native;
     }
 
     /// The fast path with (`true`, the default) or without its native
     /// pipelines (jit/): the closures alone, as when the host has no
     /// code generator.
     pub fn set_native(&mut self, on: bool) {
-        if self.fast.is_none() {
-            self.fast = Some(Arc::new(FastProgram::build(&self.prog)));
-        }
-        self.native = on.then(|| Jit::build(&self.prog, DROP_PORT));
+        let (fast, native) = crate::shared::code_for(&self.prog, on);
+        self.fast = Some(fast);
+        self.native = native;
     }
 
     /// How much of the program runs as native code; Err: why none does
     /// (the fast path's closures run it then); None: native code is off.
     pub fn native_code(&self) -> Option<Result<JitStats, String>> {
-        let j = self.native.as_ref()?;
+        let j = self.native.as_deref()?;
         Some(j.as_ref().map(|j| j.stats).map_err(Clone::clone))
     }
 
@@ -322,7 +321,7 @@ impl Engine {
     /// `Arc`s cloned: two atomic operations per clone were a measurable
     /// part of a packet).
     fn split(&mut self) -> (Code<'_>, &mut Scratch) {
-        let native = self.native.as_ref().and_then(|j| j.as_ref().ok());
+        let native = self.native.as_deref().and_then(|j| j.as_ref().ok());
         (Code { p: &self.prog, state: &self.state, fast: self.fast.as_deref(), native }, &mut self.s)
     }
 

@@ -21,6 +21,7 @@ mod packet;
 mod parser;
 mod phv;
 mod rng;
+mod shared;
 mod state;
 mod tables;
 
