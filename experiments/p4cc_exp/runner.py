@@ -23,7 +23,7 @@ from p4cc_control.errors import P4ccError
 from p4cc_topo import NetworkError, SwitchStartError, TargetCapabilityError
 from p4cc_topo.plan import Plan, PlanError
 
-from . import columnar, diskest
+from . import columnar, diskest, outdirs
 from .arm_steps import ExecutorError
 from .experiment import Experiment
 from .keep import KEEPS, prune
@@ -158,11 +158,14 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
     if target == "sim" and exp.real_time_only and not plan_only:
         raise RunError(exp.real_time_only)
     random.seed(plan.seed)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    outdir = Path(out) if out else ROOT / "results" / f"{exp.id}-{stamp}"
+    name = f"{exp.id}-{outdirs.stamp()}"
+    outdir = Path(out) if out else ROOT / "results" / name
     if not plan_only:
         disk_line = check_disk(plan, outdir, keep)  # before anything is written
-    outdir.mkdir(parents=True, exist_ok=True)
+    if out:
+        outdir.mkdir(parents=True, exist_ok=True)
+    else:
+        outdir = outdirs.new_dir(outdir.parent, name)
     plan_path = plan.write(outdir / "plan.json")
     if plan_only:
         return plan_path

@@ -22,7 +22,7 @@ import uuid
 from datetime import datetime
 from pathlib import Path
 
-from . import diskest, sweepreport, sweeptable
+from . import diskest, outdirs, sweepreport, sweeptable
 from .keep import KEEPS
 from .params import ParamError
 from .progress import SweepProgress
@@ -169,8 +169,7 @@ def sweep(exp, grid_items: list[str], seeds: int = 1, target: str = "sim",
         target = "sim"
     grid = parse_grid(grid_items)
     points = expand(exp, grid, seeds, target, overrides, scale)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    outdir = Path(out) if out else ROOT / "results" / f"sweep-{exp.id}-{stamp}"
+    outdir = Path(out) if out else outdirs.new_dir(ROOT / "results", f"sweep-{exp.id}-{outdirs.stamp()}")
     request = {"experiment": exp.id, "grid": grid, "seeds": seeds, "target": target,
                "scale": scale, "set": list(overrides or []), "keep": keep, "retries": retries,
                "links": links, "asked": datetime.now().isoformat(timespec="seconds"),
