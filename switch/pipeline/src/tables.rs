@@ -836,6 +836,7 @@ impl TableState {
         args.clear();
         // (the maps and the index hold live entries only)
         if let Some(i) = found {
+            debug_assert!(self.slab[i].is_some(), "a map or the index holds a removed entry");
             let h = &self.hot[i];
             if let Some(b) = count_bytes {
                 if let Some(e) = self.slab[i].as_ref() {
