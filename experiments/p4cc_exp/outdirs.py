@@ -25,4 +25,3 @@ def new_dir(parent: Path, name: str) -> Path:
             return d
         except FileExistsError:
             continue
-    raise AssertionError("unreachable")

@@ -211,6 +211,11 @@ impl RecvFlow {
 
 type Key = (SocketAddr, u32);
 
+/// When the ACK flow `f` holds (`last_ack`) is due.
+fn ack_due(f: &RecvFlow, cfg: &ReceiverConfig) -> u64 {
+    f.pending_since + cfg.delayed_ack_ns
+}
+
 pub struct Receiver {
     cfg: ReceiverConfig,
     /// Ordered, so timers fire and shutdown records flows in the same order
@@ -521,7 +526,7 @@ impl Receiver {
             f.pending = 0;
             f.pend_qdepth = 0;
             if f.last_ack.take().is_some() {
-                self.delayed.remove(&(f.pending_since + cfg.delayed_ack_ns, key));
+                self.delayed.remove(&(ack_due(f, cfg), key));
             }
             self.stats.acks_sent += 1;
             let len = ack.write(ack_buf);
@@ -531,7 +536,7 @@ impl Receiver {
             if f.pending == 1 {
                 // (the first ACK held since the last one went out)
                 f.pending_since = now_ns;
-                self.delayed.insert((now_ns + cfg.delayed_ack_ns, key));
+                self.delayed.insert((ack_due(f, cfg), key));
             }
             f.last_ack = Some(ack);
             None
@@ -548,7 +553,7 @@ impl Receiver {
     /// Drops a flow's delayed ACK, if it holds one, from `delayed`.
     fn unschedule(&mut self, key: Key, f: &RecvFlow) {
         if f.last_ack.is_some() {
-            self.delayed.remove(&(f.pending_since + self.cfg.delayed_ack_ns, key));
+            self.delayed.remove(&(ack_due(f, &self.cfg), key));
         }
     }
 
@@ -556,9 +561,9 @@ impl Receiver {
     pub fn poll_timers(&mut self, now_ns: u64, ack_buf: &mut [u8], mut send: impl FnMut(SocketAddr, &[u8])) {
         let mut expired = Vec::new();
         for (key, f) in self.flows.iter_mut() {
-            if f.last_ack.is_some() && now_ns >= f.pending_since + self.cfg.delayed_ack_ns {
+            if f.last_ack.is_some() && now_ns >= ack_due(f, &self.cfg) {
                 if let Some(a) = f.last_ack.take() {
-                    self.delayed.remove(&(f.pending_since + self.cfg.delayed_ack_ns, *key));
+                    self.delayed.remove(&(ack_due(f, &self.cfg), *key));
                     let n = a.write(ack_buf);
                     send(key.0, &ack_buf[..n]);
                     self.stats.acks_sent += 1;

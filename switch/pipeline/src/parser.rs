@@ -170,7 +170,7 @@ fn run_op(x: &mut Exec, pkt: &mut Pkt, op: &ParserOp, data: &[u8], pos: &mut usi
 }
 
 /// Value a checksum would have now (None if its condition is false).
-pub(crate) fn checksum_value(x: &mut Exec, pkt: &Pkt, c: &ChecksumDef) -> Option<u64> {
+fn checksum_value(x: &mut Exec, pkt: &Pkt, c: &ChecksumDef) -> Option<u64> {
     let p = x.p;
     if let Some(cond) = &c.cond {
         let ctx = Ctx { p, phv: &pkt.phv, args: &[], state: x.state };
@@ -214,10 +214,14 @@ pub(crate) fn verify_checksums(x: &mut Exec, pkt: &Pkt) -> bool {
 
 /// Deparser checksum update (bmv2 Deparser::update_checksums).
 pub(crate) fn update_checksums(x: &mut Exec, pkt: &mut Pkt) {
-    let p: &Program = x.p;
-    for c in &p.update_checksums {
-        if let Some(v) = checksum_value(x, pkt, c) {
-            pkt.phv.set(p, c.slot, v as i128);
-        }
+    for c in &x.p.update_checksums {
+        update_checksum(x, pkt, c);
+    }
+}
+
+/// One of the deparser's checksum updates (`update_checksums`).
+pub(crate) fn update_checksum(x: &mut Exec, pkt: &mut Pkt, c: &ChecksumDef) {
+    if let Some(v) = checksum_value(x, pkt, c) {
+        pkt.phv.set(x.p, c.slot, v as i128);
     }
 }

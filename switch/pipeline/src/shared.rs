@@ -21,8 +21,8 @@ static PROGRAMS: Mutex<Vec<(Arc<str>, Weak<Program>)>> = Mutex::new(Vec::new());
 
 /// The closures and native code of each live program (the native code
 /// built on first request).
-type Code = (Arc<FastProgram>, Option<Arc<Result<Jit, String>>>);
-static CODE: Mutex<Vec<(Weak<Program>, Code)>> = Mutex::new(Vec::new());
+type Compiled = (Arc<FastProgram>, Option<Arc<Result<Jit, String>>>);
+static CODE: Mutex<Vec<(Weak<Program>, Compiled)>> = Mutex::new(Vec::new());
 
 impl Program {
     /// [`Program::from_json`], or the program already loaded in this process

@@ -51,7 +51,7 @@ enum Fm {
 
 /// Action data of at most this many values lives in a `Hot`.
 const HOT_ARGS: usize = 3;
-/// `Hot::nargs` of an entry whose data is only in its `Entry`.
+/// `Hot::nargs` of an entry whose data is in its `Entry::spilled`.
 const SPILLED: u32 = u32::MAX;
 
 /// What a hit needs of an entry, in one cache line beside the others
@@ -67,17 +67,20 @@ struct Hot {
 }
 
 impl Hot {
-    fn of(action: usize, args: &[u128]) -> Hot {
+    /// An action and its data as a lookup reads them, and the data again
+    /// when it does not fit (else empty).
+    fn split(action: usize, args: Box<[u128]>) -> (Hot, Box<[u128]>) {
         let mut h = Hot { action: action as u32, nargs: SPILLED, args: [0; HOT_ARGS] };
-        if args.len() <= HOT_ARGS {
-            h.args[..args.len()].copy_from_slice(args);
-            h.nargs = args.len() as u32;
+        if args.len() > HOT_ARGS {
+            return (h, args);
         }
-        h
+        h.args[..args.len()].copy_from_slice(&args);
+        h.nargs = args.len() as u32;
+        (h, Box::new([]))
     }
 
-    /// Its data into `args` (cleared), or `spill` (the entry's) when it
-    /// holds none.
+    /// Its data into `args` (cleared), or `spill` (what `split` kept
+    /// apart) when it holds none.
     #[inline]
     fn copy_args<'s>(&self, args: &mut Vec<u128>, spill: impl FnOnce() -> Option<&'s [u128]>) {
         if self.nargs == SPILLED {
@@ -88,12 +91,12 @@ impl Hot {
     }
 }
 
-/// A table's default action: `hot` as a lookup reads it, `args` whole,
-/// `call` as the controller wrote it.
+/// A table's default action: as a lookup reads it (`Hot::split`), and
+/// as the controller wrote it.
 #[derive(Clone, Debug)]
 struct DefaultAction {
     hot: Hot,
-    args: Box<[u128]>,
+    spilled: Box<[u128]>,
     call: ActionCall,
 }
 
@@ -102,8 +105,8 @@ struct Entry {
     orig: TableEntry,
     fm: Vec<Fm>,
     priority: i32,
-    action: usize,
-    args: Box<[u128]>,
+    /// Its action data when `TableState::hot` cannot hold it (`Hot::split`).
+    spilled: Box<[u128]>,
     /// Shared by the copies of the table (see state.rs).
     counter: Arc<Cell>,
     seq: u64,
@@ -539,12 +542,13 @@ impl TableState {
         // (canon checked each field against its width: pack cannot refuse it)
         let packed_key = if self.packed { pack(def, &exact_key(&fm)).unwrap_or_default() } else { 0 };
         self.seq += 1;
-        let entry = Entry { orig: e, fm, priority, action, args, counter: Arc::default(), seq: self.seq };
+        let (hot, spilled) = Hot::split(action, args);
+        let entry = Entry { orig: e, fm, priority, spilled, counter: Arc::default(), seq: self.seq };
         let idx = match self.free.pop() {
             Some(i) => i,
             None => {
                 self.slab.push(None);
-                self.hot.push(Hot::of(0, &[]));
+                self.hot.push(hot);
                 self.slab.len() - 1
             }
         };
@@ -594,7 +598,7 @@ impl TableState {
                 self.index = OnceLock::new();
             }
         }
-        self.hot[idx] = Hot::of(entry.action, &entry.args);
+        self.hot[idx] = hot;
         self.slab[idx] = Some(entry);
         self.count += 1;
         Ok(())
@@ -610,9 +614,7 @@ impl TableState {
         let priority = if def.kind == TableKind::Ternary { e.priority } else { 0 };
         let idx = self.find(def, &fm, priority).ok_or(StateError::NoSuchEntry)?;
         if let Some(ent) = self.slab[idx].as_mut() {
-            self.hot[idx] = Hot::of(action, &args);
-            ent.action = action;
-            ent.args = args;
+            (self.hot[idx], ent.spilled) = Hot::split(action, args);
             ent.orig.action = e.action;
         }
         Ok(())
@@ -698,7 +700,8 @@ impl TableState {
             return Err(StateError::ConstDefault(info.name.clone()));
         }
         let (action, args) = check_action(p, info, &a)?;
-        self.default = Some(DefaultAction { hot: Hot::of(action, &args), args, call: a });
+        let (hot, spilled) = Hot::split(action, args);
+        self.default = Some(DefaultAction { hot, spilled, call: a });
         Ok(())
     }
 
@@ -710,7 +713,8 @@ impl TableState {
                 action: ActionId(*a),
                 args: args.iter().zip(params).map(|(v, prm)| bytes_of(*v, prm.bitwidth)).collect(),
             };
-            DefaultAction { hot: Hot::of(*a, args), args: args.clone().into_boxed_slice(), call }
+            let (hot, spilled) = Hot::split(*a, args.clone().into_boxed_slice());
+            DefaultAction { hot, spilled, call }
         });
     }
 
@@ -843,12 +847,12 @@ impl TableState {
                     e.counter.add(b);
                 }
             }
-            h.copy_args(args, || self.slab[i].as_ref().map(|e| &e.args[..]));
+            h.copy_args(args, || self.slab[i].as_ref().map(|e| &e.spilled[..]));
             return LookupResult { hit: true, action: Some(h.action as usize) };
         }
         match &self.default {
             Some(d) => {
-                d.hot.copy_args(args, || Some(&d.args[..]));
+                d.hot.copy_args(args, || Some(&d.spilled[..]));
                 LookupResult { hit: false, action: Some(d.hot.action as usize) }
             }
             None => LookupResult { hit: false, action: None },
@@ -890,8 +894,7 @@ mod tests {
                     orig: TableEntry { key: vec![], priority, action: ActionCall { action: ActionId(0), args: vec![] } },
                     fm,
                     priority,
-                    action: 0,
-                    args: Box::new([]),
+                    spilled: Box::new([]),
                     counter: Arc::default(),
                     seq: i as u64,
                 })

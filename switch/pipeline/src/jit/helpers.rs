@@ -125,8 +125,5 @@ pub(super) unsafe extern "C" fn checksum(env: *mut Env, c: u64) {
     let x = &mut *(env.run as *mut Exec);
     let pkt = &mut *env.pkt;
     let p = x.p;
-    let def = &p.update_checksums[c as usize];
-    if let Some(v) = crate::parser::checksum_value(x, pkt, def) {
-        pkt.phv.set(p, def.slot, v as i128);
-    }
+    crate::parser::update_checksum(x, pkt, &p.update_checksums[c as usize]);
 }
