@@ -68,13 +68,13 @@ impl PaperMover {
 }
 
 impl Mover for PaperMover {
-    fn eps(&self) -> f64 {
+    fn eps(&self, _: f64) -> f64 {
         self.eps
     }
     fn on_inconclusive(&mut self) {
         self.eps = (self.eps + self.eps_min).min(self.eps_max);
     }
-    fn on_decision(&mut self, o: &RctOutcome, dir: f64) -> f64 {
+    fn on_decision(&mut self, o: &RctOutcome, dir: f64) -> Move {
         // The winning side's mean utility is what the first step must beat.
         let won: f64 = o.pairs.iter().map(|&(up, down)| if dir > 0.0 { up } else { down }).sum::<f64>() / o.pairs.len() as f64;
         let r0 = o.base * (1.0 + dir * o.eps);
@@ -82,7 +82,7 @@ impl Mover for PaperMover {
         self.dir = dir;
         self.n = 0;
         self.last = (r0, won);
-        self.step(r0)
+        Move::Continue(self.step(r0))
     }
     fn on_move(&mut self, rate: f64, u: f64) -> Move {
         if u >= self.last.1 {
@@ -122,14 +122,20 @@ impl AllegroMover {
 }
 
 impl Mover for AllegroMover {
-    fn eps(&self) -> f64 {
-        self.rule().eps()
+    fn eps(&self, base: f64) -> f64 {
+        self.rule().eps(base)
+    }
+    fn pairs(&self, configured: usize) -> usize {
+        self.rule().pairs(configured)
     }
     fn on_inconclusive(&mut self) {
         self.rule_mut().on_inconclusive()
     }
-    fn on_decision(&mut self, o: &RctOutcome, dir: f64) -> f64 {
+    fn on_decision(&mut self, o: &RctOutcome, dir: f64) -> Move {
         self.rule_mut().on_decision(o, dir)
+    }
+    fn on_reference(&mut self, rate: f64, u: f64) {
+        self.rule_mut().on_reference(rate, u)
     }
     fn on_move(&mut self, rate: f64, u: f64) -> Move {
         self.rule_mut().on_move(rate, u)
@@ -196,7 +202,7 @@ mod tests {
         c.on_utility(id + 8, got, Some(0.0));
         assert_eq!(c.phase_name(), "probing");
         assert!((c.rate() - r).abs() < 1e-3);
-        assert_eq!(c.mover.eps(), 0.01);
+        assert_eq!(c.mover.eps(0.0), 0.01);
     }
 
     #[test]
@@ -223,7 +229,7 @@ mod tests {
             }
             id += 4;
             assert_eq!(c.phase_name(), "probing");
-            assert!((c.mover.eps() - expect).abs() < 1e-12);
+            assert!((c.mover.eps(0.0) - expect).abs() < 1e-12);
             assert_eq!(c.rate(), 20e6, "stays at r while inconclusive");
         }
         let rates: Vec<f64> = (0..4).map(|i| c.next_rate(id + i)).collect();

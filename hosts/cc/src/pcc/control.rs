@@ -160,16 +160,48 @@ pub enum Move {
 
 /// A variant's rule for moving the rate after a decision.
 pub trait Mover: Send + std::fmt::Debug {
-    /// ε of the next trial.
-    fn eps(&self) -> f64;
+    /// ε of the next trial around `base` (bits/s).
+    fn eps(&self, base: f64) -> f64;
+    /// Pairs of MIs in the next trial; `configured` is `rct_pairs`.
+    fn pairs(&self, configured: usize) -> usize {
+        configured
+    }
     /// The trial's pairs disagreed.
     fn on_inconclusive(&mut self);
-    /// The trial agreed (`o.agreed_direction()` is Some): the rate of the
-    /// first moving MI.
-    fn on_decision(&mut self, o: &RctOutcome, dir: f64) -> f64;
+    /// The trial agreed (`o.agreed_direction()` is Some): where the first
+    /// moving MI runs, or where to run the next trial.
+    fn on_decision(&mut self, o: &RctOutcome, dir: f64) -> Move;
+    /// The first MI sent at the trial's base after its trials scored `u`.
+    /// It is scored after the decision, before the first moving MI.
+    fn on_reference(&mut self, _rate: f64, _u: f64) {}
     /// A moving MI sent at `rate` scored `u`.
     fn on_move(&mut self, rate: f64, u: f64) -> Move;
     fn export(&self, out: &mut BTreeMap<&'static str, f64>);
+}
+
+/// A rule chosen at run time (a variant's `moving` parameter).
+impl Mover for Box<dyn Mover> {
+    fn eps(&self, base: f64) -> f64 {
+        (**self).eps(base)
+    }
+    fn pairs(&self, configured: usize) -> usize {
+        (**self).pairs(configured)
+    }
+    fn on_inconclusive(&mut self) {
+        (**self).on_inconclusive()
+    }
+    fn on_decision(&mut self, o: &RctOutcome, dir: f64) -> Move {
+        (**self).on_decision(o, dir)
+    }
+    fn on_reference(&mut self, rate: f64, u: f64) {
+        (**self).on_reference(rate, u)
+    }
+    fn on_move(&mut self, rate: f64, u: f64) -> Move {
+        (**self).on_move(rate, u)
+    }
+    fn export(&self, out: &mut BTreeMap<&'static str, f64>) {
+        (**self).export(out)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -190,6 +222,9 @@ pub struct Controller<M> {
     phase: Phase,
     /// The scored MI of Starting/Moving still awaiting its result.
     pending: Option<u64>,
+    /// The first MI sent at a trial's base after its trials
+    /// ([`Mover::on_reference`]).
+    reference: Option<u64>,
     last_utility: f64,
     decisions: u64,
     /// Start-ups from the floor.
@@ -204,6 +239,7 @@ impl<M: Mover> Controller<M> {
             rate: c.init_rate_bps,
             phase: Phase::Starting { best: None },
             pending: None,
+            reference: None,
             last_utility: 0.0,
             decisions: 0,
             restarts: 0,
@@ -233,8 +269,10 @@ impl<M: Mover> Controller<M> {
     fn probe(&mut self, around: f64) {
         self.rate = self.c.clamp(around);
         self.pending = None;
-        let eps = self.mover.eps();
-        self.phase = Phase::Probing(Rct::new(self.rate, eps, self.c.pairs, &mut self.rng));
+        self.reference = None;
+        let eps = self.mover.eps(self.rate);
+        let pairs = self.mover.pairs(self.c.pairs).max(1);
+        self.phase = Phase::Probing(Rct::new(self.rate, eps, pairs, &mut self.rng));
     }
 
     /// Moves on to `r`; a move that would pass below the floor probes at
@@ -261,7 +299,12 @@ impl<M: Mover> Controller<M> {
         match &mut self.phase {
             Phase::Probing(rct) => match rct.next_trial(id) {
                 Some(r) => self.c.clamp(r),
-                None => self.rate,
+                None => {
+                    if self.reference.is_none() {
+                        self.reference = Some(id);
+                    }
+                    self.rate
+                }
             },
             Phase::Starting { .. } | Phase::Moving => {
                 if self.pending.is_none() {
@@ -277,6 +320,13 @@ impl<M: Mover> Controller<M> {
         if let Some(u) = u {
             self.last_utility = u;
         }
+        if self.reference == Some(id) {
+            self.reference = None;
+            if let (Phase::Moving, Some(u)) = (&self.phase, u) {
+                self.mover.on_reference(rate, u);
+            }
+            return;
+        }
         if let Phase::Probing(rct) = &mut self.phase {
             if !rct.record(id, u) {
                 return;
@@ -290,8 +340,10 @@ impl<M: Mover> Controller<M> {
             match o.agreed_direction() {
                 Some(dir) => {
                     self.decisions += 1;
-                    let r = self.mover.on_decision(&o, dir);
-                    self.move_to(r);
+                    match self.mover.on_decision(&o, dir) {
+                        Move::Continue(r) => self.move_to(r),
+                        Move::Probe(r) => self.probe(r),
+                    }
                 }
                 None => {
                     self.mover.on_inconclusive();
@@ -389,14 +441,14 @@ pub(crate) mod tests {
         pub inconclusive: u32,
     }
     impl Mover for Fixed {
-        fn eps(&self) -> f64 {
+        fn eps(&self, _: f64) -> f64 {
             0.05
         }
         fn on_inconclusive(&mut self) {
             self.inconclusive += 1;
         }
-        fn on_decision(&mut self, o: &RctOutcome, dir: f64) -> f64 {
-            o.base * (1.0 + 0.1 * dir)
+        fn on_decision(&mut self, o: &RctOutcome, dir: f64) -> Move {
+            Move::Continue(o.base * (1.0 + 0.1 * dir))
         }
         fn on_move(&mut self, rate: f64, u: f64) -> Move {
             if u > 0.0 {
@@ -406,6 +458,69 @@ pub(crate) mod tests {
             }
         }
         fn export(&self, _: &mut BTreeMap<&'static str, f64>) {}
+    }
+
+    /// Moves up by a fifth on every decision, probes with one pair, and
+    /// keeps the references it is handed.
+    #[derive(Debug, Default)]
+    struct OnePair {
+        refs: Vec<(f64, f64)>,
+    }
+    impl Mover for OnePair {
+        fn eps(&self, _: f64) -> f64 {
+            0.05
+        }
+        fn pairs(&self, _: usize) -> usize {
+            1
+        }
+        fn on_inconclusive(&mut self) {}
+        fn on_decision(&mut self, o: &RctOutcome, _: f64) -> Move {
+            Move::Continue(o.base * 1.2)
+        }
+        fn on_reference(&mut self, rate: f64, u: f64) {
+            self.refs.push((rate, u));
+        }
+        fn on_move(&mut self, rate: f64, _: f64) -> Move {
+            Move::Probe(rate)
+        }
+        fn export(&self, _: &mut BTreeMap<&'static str, f64>) {}
+    }
+
+    /// The NSDI-2018 branch probes with one pair in a trend
+    /// (`number_of_probes_ = 2`) and judges a move against the MI sent at
+    /// the base after the trials (`move_stat.reference_monitor`).
+    #[test]
+    fn a_trial_has_the_movers_pairs_and_the_mi_after_it_is_the_reference() {
+        let mut c = Controller::new(OnePair::default(), common());
+        let id = start(&mut c);
+        let trials = [c.next_rate(id), c.next_rate(id + 1)];
+        let mut sorted = trials;
+        sorted.sort_by(f64::total_cmp);
+        assert_eq!(sorted, [19e6, 21e6]);
+        // The trials are sent: the next MIs hold the base, the first of
+        // them the reference.
+        assert_eq!(c.next_rate(id + 2), 20e6);
+        assert_eq!(c.next_rate(id + 3), 20e6);
+        for (i, r) in trials.iter().enumerate() {
+            c.on_utility(id + i as u64, *r, Some(*r));
+        }
+        assert_eq!(c.phase_name(), "moving");
+        assert_eq!(c.rate(), 24e6);
+        c.on_utility(id + 2, 20e6, Some(7.0));
+        c.on_utility(id + 3, 20e6, Some(8.0));
+        assert_eq!(c.mover.refs, vec![(20e6, 7.0)]);
+        // A probe forgets a reference it has not seen yet.
+        let next = id + 4;
+        assert_eq!(c.next_rate(next), 24e6);
+        c.on_utility(next, 24e6, Some(1.0));
+        assert_eq!(c.phase_name(), "probing");
+        c.next_rate(next + 1);
+        c.next_rate(next + 2);
+        let reference = next + 3;
+        assert_eq!(c.next_rate(reference), 24e6);
+        c.on_utility(next + 1, 0.0, None); // void trial: probe again
+        c.on_utility(reference, 24e6, Some(9.0));
+        assert_eq!(c.mover.refs.len(), 1);
     }
 
     pub(crate) fn common() -> CommonParams {

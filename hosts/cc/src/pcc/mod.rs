@@ -18,6 +18,7 @@ pub mod monitor;
 pub mod sender;
 pub mod utility;
 pub mod vivace;
+pub mod vivace_nsdi;
 
 pub use control::{Controller, Move, Mover, Rct, RctOutcome, Rng};
 pub use sender::Pcc;

@@ -27,9 +27,14 @@ use std::collections::BTreeMap;
 use super::control::{Controller, Move, Mover, RctOutcome};
 use super::monitor::Monitor;
 use super::utility::VivaceUtility;
+use super::vivace_nsdi::NsdiMover;
 use super::{pcc_param_table, CommonParams, Pcc};
 use crate::params::{ParamInfo, Params};
 use crate::{CcError, PathInfo};
+
+/// δ of the NSDI-2018 branch's client (`gradient_descent_pcc_client.cpp`:
+/// `boundary_increment = 0.06`).
+const NSDI_OMEGA_DELTA: f64 = 0.06;
 
 pub(crate) const PARAMS: &[ParamInfo] = gradient_param_table![
     ParamInfo { name: "exponent", default: "0.9", doc: "throughput exponent t in x^t (paper, PCC-Uspace: 0.9)" },
@@ -41,6 +46,7 @@ pub(crate) const PARAMS: &[ParamInfo] = gradient_param_table![
     ParamInfo { name: "gradient_filter", default: "master", doc: "master: a gradient within the fit's residual, a negative one, or in start-up one below 1000/duration_µs counts as 0 (PCC-Uspace master); none: the slope as fitted, a negative one rewarded (PCC-Uspace NSDI'18 branch)" },
     ParamInfo { name: "startup_loss_pkts", default: "50", doc: "start-up leaves this many lost packets uncharged (PCC-Uspace NSDI'18 branch: 50; master: 0)" },
     ParamInfo { name: "startup_gradient_ignore", default: "0.2", doc: "while the start-up loss allowance lasts, a start-up MI's RTT gradient below this counts as 0 (PCC-Uspace NSDI'18 branch: 0.2; 0 = off)" },
+    ParamInfo { name: "moving", default: "master", doc: "rate control after a probe: master = step on while each MI beats the last (PCC-Uspace master); nsdi2018 = every decision a probe, amplified over decisions, small changes probed at once (PCC-Uspace NSDI'18 branch, the paper's §4)" },
     ParamInfo { name: "move_from", default: "base", doc: "the first step after a trial starts from: base = the trial's base rate (PCC-Uspace NSDI'18 branch), trial = the winning trial rate (master)" },
 ];
 
@@ -138,11 +144,11 @@ impl VivaceMover {
 }
 
 impl Mover for VivaceMover {
-    fn eps(&self) -> f64 {
+    fn eps(&self, _: f64) -> f64 {
         self.p.eps
     }
     fn on_inconclusive(&mut self) {}
-    fn on_decision(&mut self, o: &RctOutcome, dir: f64) -> f64 {
+    fn on_decision(&mut self, o: &RctOutcome, dir: f64) -> Move {
         let mut agreeing = o.pairs.iter().filter(|&&(up, down)| (up - down) * dir > 0.0);
         let du: f64 = agreeing.clone().map(|&(up, down)| (up - down).abs()).sum::<f64>() / o.pairs.len() as f64;
         // The better trial of the last agreeing pair is what the first move
@@ -167,7 +173,7 @@ impl Mover for VivaceMover {
         let dr_mbps = 2.0 * o.eps * o.base / 1e6;
         let gamma = if dr_mbps > 0.0 { du / dr_mbps } else { 0.0 };
         let change = self.bounded(self.p.theta0 * gamma, r / 1e6);
-        r + dir * change * 1e6
+        Move::Continue(r + dir * change * 1e6)
     }
     fn on_move(&mut self, rate: f64, u: f64) -> Move {
         let (lr, lu) = self.last;
@@ -198,7 +204,7 @@ impl Mover for VivaceMover {
     }
 }
 
-pub type Vivace = Pcc<VivaceMover>;
+pub type Vivace = Pcc<Box<dyn Mover>>;
 
 pub(crate) fn from_params(p: &Params, path: &PathInfo) -> Result<Vivace, CcError> {
     let common = CommonParams::from_params(p, path)?;
@@ -213,9 +219,19 @@ pub(crate) fn from_params(p: &Params, path: &PathInfo) -> Result<Vivace, CcError
     };
     let mut steps = VivaceSteps::from_params(p)?;
     steps.from_base = p.choice("move_from", &["base", "trial"])? == "base";
+    let mover: Box<dyn Mover> = match p.choice("moving", &["master", "nsdi2018"])? {
+        "nsdi2018" => {
+            // The branch's client widens the boundary by 0.06 a hit.
+            if !p.is_given("omega_delta") {
+                steps.omega_delta = NSDI_OMEGA_DELTA;
+            }
+            Box::new(NsdiMover::new(steps))
+        }
+        _ => Box::new(VivaceMover::new(steps)),
+    };
     let allowance = p.u64_in("startup_loss_pkts", 0, 1_000_000)? as f64 * common.timing.mss;
     let mon = Monitor::new(common.timing.clone());
-    let ctl = Controller::new(VivaceMover::new(steps), common);
+    let ctl = Controller::new(mover, common);
     let ignore = p.f64_in("startup_gradient_ignore", 0.0, 1e3)?;
     Ok(Pcc::new("pcc-vivace", ctl, mon, Box::new(utility))
         .with_startup_loss_allowance(allowance as u64)
@@ -236,6 +252,29 @@ mod tests {
 
     fn ctl() -> Controller<VivaceMover> {
         ctl_moving(false)
+    }
+
+    fn built(pairs: &[(&str, &str)]) -> Result<Vivace, CcError> {
+        let given: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let p = Params::new("pcc-vivace", PARAMS, &given)?;
+        from_params(&p, &PathInfo { mss: 1000, line_rate_bps: None, init_cwnd_pkts: 10 })
+    }
+
+    /// `moving` picks the rule; the NSDI-2018 one widens its boundary by
+    /// the branch client's 0.06 unless `omega_delta` is given.
+    #[test]
+    fn moving_picks_masters_rule_or_the_nsdi_branchs() {
+        use crate::CongestionControl;
+        let master = built(&[]).unwrap();
+        assert!(master.state().contains_key("tau"));
+        let rule = |v: &Vivace| format!("{:?}", v.controller().mover);
+        assert!(rule(&master).starts_with("VivaceMover") && rule(&master).contains("omega_delta: 0.05"), "{}", rule(&master));
+        let nsdi = built(&[("moving", "nsdi2018")]).unwrap();
+        assert!(nsdi.state().contains_key("amplifier"));
+        assert!(rule(&nsdi).starts_with("NsdiMover") && rule(&nsdi).contains("omega_delta: 0.06"), "{}", rule(&nsdi));
+        let given = built(&[("moving", "nsdi2018"), ("omega_delta", "0.1")]).unwrap();
+        assert!(rule(&given).contains("omega_delta: 0.1"), "{}", rule(&given));
+        assert!(matches!(built(&[("moving", "paper")]), Err(CcError::BadValue { .. })));
     }
 
     /// One trial around the current rate, scored by `score(rate_mbps)`.
