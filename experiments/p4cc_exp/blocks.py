@@ -118,6 +118,13 @@ EXTERNAL_PARAMS = (
     Param("receiver_cmd", "", "protocol 'external': the receiver program's command line", str),
 )
 
+#: Parameters of p4cc's own PCC senders (not its Cubic's), for every PCC
+#: experiment.
+PCC_PARAMS = (
+    Param("cc_params", "", "parameters of p4cc's PCC senders, KEY=VALUE,... "
+          "(p4cc-host --list-cc; e.g. moving=nsdi2018 for pcc-vivace)", str_list),
+)
+
 
 def with_references(protocols, reference) -> list[str]:
     """``protocols`` and, after them, the reference arms ``reference``
@@ -207,7 +214,10 @@ def protocol_flows(cc: str, p: dict, flows, seed: int, datapath: str = "user",
     start_s, stop_s)]) under protocol ``cc``: p4cc's own (a receiver per
     receiver host, a sender per flow, seeds ``seed``, ``seed``+1, …) or
     an external program's (``external_commands``; SkipArm when not given),
-    and the settings that say which."""
+    and the settings that say which. ``cc_params`` defaults to the
+    experiment's ``cc_params`` parameter (``PCC_PARAMS``) for a PCC arm."""
+    if cc_params is None:
+        cc_params = kv_params(p.get("cc_params") or []) if cc in PCC_VARIANTS else {}
     if is_external(cc):
         snd, rcv, label = external_commands(cc, p)
         return (external_flows(flows, snd, rcv, line_rate_bps),

@@ -115,3 +115,18 @@ def test_an_external_sender_is_measured_and_judged_by_the_switch(tmp_path, monke
     assert "sent " in (logs / "sender-h1.log").read_text()
     assert "received " in (logs / "receiver-rx.log").read_text()
     assert "udp_pacer.py send" in (out / "report.html").read_text()
+
+
+@pytest.mark.parametrize("exp", ["pcc-lossy", "pcc-shallow", "pcc-rtt-fairness", "pcc-convergence"])
+def test_cc_params_reach_every_p4cc_pcc_sender_and_no_other(exp, monkeypatch):
+    _ref_env(monkeypatch)
+    plan = make_plan(get(exp), ["protocols=pcc-vivace,cubic", "reference=vivace",
+                                "cc_params=moving=nsdi2018,eps=0.04"])
+    senders = [(a.cc, a.datapath, a.cc_params) for arm in plan.arms for a in arm.agents
+               if a.role == "sender"]
+    assert {cc for cc, _, _ in senders} == {"pcc-vivace", "cubic", None}
+    for cc, datapath, params in senders:
+        want = {"moving": "nsdi2018", "eps": "0.04"} if cc == "pcc-vivace" else {}
+        assert params == want, (cc, datapath)
+    with pytest.raises(ValueError, match="cc_params"):
+        make_plan(get(exp), ["protocols=pcc-vivace", "cc_params=moving"])

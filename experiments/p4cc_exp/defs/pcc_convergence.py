@@ -11,7 +11,7 @@ from p4cc_topo import load_topology
 from p4cc_topo.plan import port_between
 
 from .. import blocks, metrics
-from ..blocks import EXTERNAL_PARAMS, cc_label
+from ..blocks import EXTERNAL_PARAMS, PCC_PARAMS, cc_label
 from ..experiment import Experiment
 from ..params import Param, rate_bps, seconds, str_list
 from ..stats import jain_index, mean
@@ -78,7 +78,7 @@ class PccConvergence(Experiment):
         Param("protocols", "pcc,pcc-vivace,cubic", "pcc / pcc-vivace / pcc-vivace-loss (p4cc transport), cubic / reno "
               "(kernel TCP)", str_list),
         *EXTERNAL_PARAMS,
-        Param("cc_params", "", "PCC parameters KEY=VALUE,... (p4cc-host --list-cc)", str_list),
+        *PCC_PARAMS,
         Param("warmup", 0.5, "seconds before the first counter reading", seconds, 0, 60),
         Param("seed", 1, "random seed", int),
     ]

@@ -6,7 +6,7 @@ from p4cc_topo import load_topology
 from p4cc_topo.plan import port_towards
 
 from .. import blocks, metrics
-from ..blocks import EXTERNAL_PARAMS, cc_label
+from ..blocks import EXTERNAL_PARAMS, PCC_PARAMS, cc_label
 from ..experiment import Experiment
 from ..params import Param, fraction, rate_bps, seconds, str_list
 from ..theory import tcp_model_bps
@@ -67,6 +67,7 @@ class PccLossy(Experiment):
         Param("losses", "0,0.01,0.02,0.04", "loss probabilities to sweep", str_list),
         Param("protocols", "pcc,pcc-vivace,cubic", "arms (user-space transport)", str_list),
         *EXTERNAL_PARAMS,
+        *PCC_PARAMS,
         Param("senders", 1, "flows", int, 1, 10),
         Param("duration", 10, "seconds per point", seconds, 0.01, 3600),
         Param("warmup", 3, "seconds ignored at the start", seconds, 0, 600),

@@ -7,7 +7,7 @@ from p4cc_topo import load_topology
 from p4cc_topo.plan import port_towards
 
 from .. import blocks, metrics
-from ..blocks import EXTERNAL_PARAMS, cc_label
+from ..blocks import EXTERNAL_PARAMS, PCC_PARAMS, cc_label
 from .pcc_lossy import arm_label
 from ..experiment import Experiment
 from ..params import Param, rate_bps, seconds, str_list
@@ -32,6 +32,7 @@ class PccRttFairness(Experiment):
         Param("long_rtts", "20ms,50ms,100ms", "RTTs of the long flow (paper: 20-100 ms)", str_list),
         Param("protocols", "pcc,pcc-vivace,reno,cubic", "arms (user-space transport)", str_list),
         *EXTERNAL_PARAMS,
+        *PCC_PARAMS,
         Param("runs", 1, "runs per point (min/median/max over runs)", int, 1, 20),
         # The paper's 60 s: the 100 ms flow climbs to its share over tens of
         # seconds (15 s runs measured PCC mid-climb: docs/experiments.md).

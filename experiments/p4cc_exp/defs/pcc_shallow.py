@@ -5,7 +5,7 @@ from __future__ import annotations
 from p4cc_topo import load_topology
 
 from .. import metrics
-from ..blocks import EXTERNAL_PARAMS, cc_label
+from ..blocks import EXTERNAL_PARAMS, PCC_PARAMS, cc_label
 from ..experiment import Experiment
 from ..params import Param, rate_bps, seconds, str_list
 from ..verdicts import RATE, verdict
@@ -78,6 +78,7 @@ class PccShallow(Experiment):
               str_list),
         Param("protocols", "pcc,pcc-vivace,cubic", "arms (user-space transport)", str_list),
         *EXTERNAL_PARAMS,
+        *PCC_PARAMS,
         Param("senders", 1, "flows", int, 1, 10),
         Param("duration", 10, "seconds per point (paper: 60)", seconds, 0.01, 3600),
         Param("warmup", 3, "seconds ignored at the start", seconds, 0, 600),
