@@ -5,10 +5,12 @@
 //! * Starting: one scored MI at a time; while its utility keeps rising the
 //!   rate doubles; on the first MI that scores no higher, fall back to the
 //!   best rate and probe (`OnUtilityAvailable`, case STARTING).
-//! * Probing: `pairs` pairs of MIs at `r(1+ε)` and `r(1−ε)`, the order in
-//!   each pair random (`MaybeSetSendingRate`); MIs after the trials run at
-//!   `r` until all trial results are in. Only pairs that all agree decide
-//!   (`CanMakeDecision`).
+//! * Probing: pairs of MIs at `r(1+ε)` and `r(1−ε)` (how many, and ε, the
+//!   mover's), the order in each pair random (`MaybeSetSendingRate`); MIs
+//!   after the trials run at `r` until all trial results are in, the first
+//!   of them the reference the mover may judge a move by. Only pairs that
+//!   all agree decide (`CanMakeDecision`); the mover says where to move, or
+//!   where to probe next.
 //! * Moving: one scored MI at a time; the mover says where to go next or
 //!   that the move is over and where to probe.
 //! * The floor (`min_rate_bps`, PCC-Uspace `kMinSendingRate`): a move that

@@ -21,6 +21,9 @@
 //!
 //! PCC-Uspace runs every utility on this rule (its core creates only
 //! `PccVivaceSender`), so pcc-allegro uses it too unless told otherwise.
+//!
+//! `moving = nsdi2018` replaces this rule with the one of the code the
+//! paper's authors evaluated Vivace with ([`super::vivace_nsdi`]).
 
 use std::collections::BTreeMap;
 

@@ -203,7 +203,7 @@ impl Mover for NsdiMover {
         out.insert("amplifier", self.amp);
         out.insert("k", f64::from(self.k));
         out.insert("trend", f64::from(self.trend));
-        out.insert("step_mbps", self.prev);
+        out.insert("change_mbps", self.prev);
     }
 }
 
