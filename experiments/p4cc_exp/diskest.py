@@ -9,6 +9,8 @@ in 1500-byte packets and T the arm's traffic time:
                                                     at every switch that reports)
     RTT rows   pps · T / rtt_every                  (one per ACK, all senders)
     tput rows  T / 10 ms per flow                   (tput.csv's bins)
+    MI rows    pps · T / 10 · PCC senders' share    (mi.csv: an interval
+                                                    holds ≥ 10 packets)
 
 times bytes per row, calibrated on runs of dctcp-theory and dctcp-queue
 in virtual time (CSV as the agents write it, Parquet with zstd after the
@@ -24,11 +26,12 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-#: bytes per row, CSV and Parquet (zstd): postcard, RTT sample, tput bin
-ROW_CSV = {"postcard": 90.0, "rtt": 48.0, "tput": 43.0}
+#: bytes per row, CSV and Parquet (zstd): postcard, RTT sample, tput bin,
+#: PCC monitor interval (mi.csv: 133 and 41 measured, pcc-lossy, 2026-11-29)
+ROW_CSV = {"postcard": 90.0, "rtt": 48.0, "tput": 43.0, "mi": 140.0}
 #: (Parquet measured 1.0, 2.3, 4.5 with clocks stored as deltas, 2026-11-27;
 #: rounded up: other experiments' series are less regular)
-ROW_PARQUET = {"postcard": 2.0, "rtt": 3.0, "tput": 5.0}
+ROW_PARQUET = {"postcard": 2.0, "rtt": 3.0, "tput": 5.0, "mi": 45.0}
 #: per flow: its flows.csv / recv_flows.csv rows, and its cc_state.csv
 #: rows (up to ~15 names of ~20 bytes: PCC's, BBR's)
 FLOW_BYTES = 700.0
@@ -38,6 +41,8 @@ ARM_FIXED = 200e3
 RUN_FIXED = 1.5e6
 #: tput.csv's bin (hosts/traffic/src/log.rs)
 TPUT_BIN_S = 0.01
+#: packets a PCC monitor interval holds at least (pcc's mi_min_pkts)
+MI_MIN_PKTS = 10
 #: what a run leaves free on the disk at its peak
 RESERVE_BYTES = 256e6
 
@@ -95,7 +100,9 @@ def _arm_rows(arm) -> dict[str, float]:
             load = min(w.load or 0.5, 0.95)
             busy += max(1.0, load / (1 - load), float(w.concurrency or 0))
     tput = busy * t / TPUT_BIN_S
-    return {"postcard": postcards, "rtt": rtt, "tput": tput, "flows": flows}
+    pcc = sum(1 for a in senders if (a.cc or "").startswith("pcc"))
+    mi = pps * t / MI_MIN_PKTS * pcc / len(senders) if senders else 0.0
+    return {"postcard": postcards, "rtt": rtt, "tput": tput, "mi": mi, "flows": flows}
 
 
 def estimate(plan, keep: str = "all", csv: bool = False) -> Estimate:

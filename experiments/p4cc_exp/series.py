@@ -213,3 +213,18 @@ def rtts(dirs: list[Path]) -> dict[str, list[tuple[float, float, float | None]]]
             except (KeyError, ValueError):
                 continue
     return series
+
+
+def monitor_intervals(dirs: list[Path]) -> dict[str, list[tuple[float, float, float]]]:
+    """flow_id -> [(t unix s, MI rate Mbit/s, rate chosen after it Mbit/s)]
+    from PCC senders' mi.csv, in the order they were scored."""
+    series: dict[str, list] = {}
+    for d in dirs:
+        for r in rows(Path(d) / "mi.csv"):
+            try:
+                series.setdefault(r["flow_id"], []).append(
+                    (int(r["t_unix_ns"]) / 1e9, float(r["rate_bps"]) / 1e6,
+                     float(r["next_rate_bps"]) / 1e6))
+            except (KeyError, TypeError, ValueError):
+                continue
+    return series

@@ -136,3 +136,21 @@ def test_the_estimate_follows_the_plan():
     sampled = diskest.estimate(make_plan(exp, ["ns=2", "duration=40", "sample=9"]))
     assert long.rows > 3 * short.rows and sampled.rows < long.rows
     assert diskest.estimate(make_plan(exp, ["ns=2"]), keep="summary").kept < short.kept
+
+
+def test_pcc_arms_count_their_monitor_intervals(tmp_path, sim_bin):
+    import pyarrow.parquet as pq
+    exp = get("pcc-lossy")
+    plan = make_plan(exp, ["protocols=pcc-vivace", "losses=0", "duration=2", "warmup=0.5"])
+    rows = diskest._arm_rows(plan.arms[0])
+    cubic = make_plan(exp, ["protocols=cubic", "losses=0", "duration=2", "warmup=0.5"])
+    assert rows["mi"] > 0 and diskest._arm_rows(cubic.arms[0])["mi"] == 0
+    run(plan=plan, target="sim", out=str(tmp_path))
+    written = pq.read_metadata(next(tmp_path.rglob("mi.parquet"))).num_rows
+    assert 0 < written <= rows["mi"]
+    # The report draws each PCC arm's intervals; an arm without any, none.
+    assert (tmp_path / "pcc_rates.png").is_file()
+    from p4cc_exp import pccplot
+    (tmp_path / "empty" / "h1").mkdir(parents=True)
+    results = {"cubic": {"outdir": str(tmp_path / "empty"), "senders": ["h1"]}}
+    assert pccplot.mi_rates(results, ["cubic"], {}, 100.0, tmp_path, "none.png") == []

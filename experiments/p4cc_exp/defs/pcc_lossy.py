@@ -5,7 +5,7 @@ from __future__ import annotations
 from p4cc_topo import load_topology
 from p4cc_topo.plan import port_towards
 
-from .. import blocks, metrics
+from .. import blocks, metrics, pccplot
 from ..blocks import EXTERNAL_PARAMS, PCC_PARAMS, cc_label
 from ..experiment import Experiment
 from ..params import Param, fraction, rate_bps, seconds, str_list
@@ -131,4 +131,5 @@ class PccLossy(Experiment):
         path = outdir / "throughput_vs_loss.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)
-        return [path]
+        return [path] + pccplot.mi_rates(results, list(summary), {n: r["label"] for n, r in summary.items()},
+                                         p["rate"] / 1e6, outdir)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from p4cc_topo import load_topology
 
-from .. import metrics
+from .. import metrics, pccplot
 from ..blocks import EXTERNAL_PARAMS, PCC_PARAMS, cc_label
 from ..experiment import Experiment
 from ..params import Param, rate_bps, seconds, str_list
@@ -112,4 +112,5 @@ class PccShallow(Experiment):
         return summary, verdicts
 
     def plot(self, p, results, summary, outdir):
-        return [buffer_plot(p, summary, outdir)]
+        return [buffer_plot(p, summary, outdir)] + pccplot.mi_rates(
+            results, list(summary), {n: r["label"] for n, r in summary.items()}, p["rate"] / 1e6, outdir)

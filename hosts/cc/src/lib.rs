@@ -126,6 +126,31 @@ impl Default for PathInfo {
     }
 }
 
+/// One monitor interval as a PCC sender scored it, for the sender's
+/// `mi.csv` (docs/hosts.md): what it sent and measured, what the utility
+/// made of it and where the controller went next.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MiRecord {
+    /// When it was scored, on the datapath's clock.
+    pub t_ns: u64,
+    pub mi: u64,
+    /// The controller's phase when it was scored: 0 starting, 1 probing,
+    /// 2 moving.
+    pub phase: u8,
+    pub rate_bps: f64,
+    pub duration_ns: f64,
+    pub sent_pkts: u64,
+    /// Lost over sent bytes, as charged (after start-up's allowance).
+    pub loss: f64,
+    /// dRTT/dT as charged (after start-up's tolerance), before the
+    /// utility's own filter.
+    pub rtt_gradient: f64,
+    /// None: void (too few RTT samples) or not a finite number.
+    pub utility: Option<f64>,
+    /// The controller's rate after the result.
+    pub next_rate_bps: f64,
+}
+
 /// A congestion-control algorithm. All times are the datapath's clock in ns.
 pub trait CongestionControl: Send {
     /// Registry name, e.g. "dctcp".
@@ -200,6 +225,9 @@ pub trait CongestionControl: Send {
     fn state(&self) -> BTreeMap<&'static str, f64> {
         BTreeMap::new()
     }
+    /// The monitor intervals scored since the last call, oldest first
+    /// (PCC); the datapath drains them as it logs. Default: none.
+    fn drain_mis(&mut self, _out: &mut Vec<MiRecord>) {}
 }
 
 /// Errors from building an algorithm by name.

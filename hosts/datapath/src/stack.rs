@@ -10,6 +10,7 @@
 
 use crate::nic::NicArbiter;
 use crate::{CcFactory, DatapathError};
+use cc::MiRecord;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -150,6 +151,8 @@ pub struct SenderStack {
     nic_waiting: Option<u64>,
     /// The lists of the last ACK parsed, reused by the next.
     ack_spare: wire::AckLists,
+    /// Monitor intervals on their way to mi.csv (reused).
+    mis: Vec<MiRecord>,
     pub report: SenderReport,
 }
 
@@ -178,6 +181,7 @@ impl SenderStack {
             rr: 0,
             nic_waiting: None,
             ack_spare: wire::AckLists::default(),
+            mis: Vec::new(),
             report: SenderReport { src, wake_late: Lateness::new(1_000_000), ..Default::default() },
         }
     }
@@ -326,6 +330,27 @@ impl SenderStack {
             }
         }
         self.ack_spare = ack.into_lists();
+        Self::log_mis(&mut self.logger, self.unix_offset, &mut self.mis, &mut self.flows[k])
+    }
+
+    /// Writes the monitor intervals `a`'s algorithm scored since the last
+    /// time (PCC's `mi.csv`).
+    fn log_mis(logger: &mut FlowLogger, unix_offset: u64, mis: &mut Vec<MiRecord>, a: &mut Active) -> Result<(), DatapathError> {
+        a.sender.cc_mut().drain_mis(mis);
+        for m in mis.drain(..) {
+            let values = [
+                m.mi as f64,
+                f64::from(m.phase),
+                m.rate_bps,
+                m.duration_ns,
+                m.sent_pkts as f64,
+                m.loss,
+                m.rtt_gradient,
+                m.utility.unwrap_or(f64::NAN),
+                m.next_rate_bps,
+            ];
+            logger.mi(a.spec.id, unix_offset + m.t_ns, &values)?;
+        }
         Ok(())
     }
 
@@ -420,14 +445,14 @@ impl SenderStack {
         Ok(sent_any)
     }
 
-    /// A flow that is over: its bytes counted, its flows.csv, tput.csv and
-    /// cc_state.csv rows written.
-    fn log_ended(&mut self, a: &Active, now: u64) -> Result<(), DatapathError> {
+    /// A flow that is over: its bytes counted, its flows.csv, tput.csv,
+    /// cc_state.csv and last mi.csv rows written.
+    fn log_ended(&mut self, a: &mut Active, now: u64) -> Result<(), DatapathError> {
         self.report.bytes_acked += a.sender.acked_bytes();
         let rec = self.record(a, now);
         self.logger.flow(&rec, &a.series)?;
         self.logger.cc_state(rec.flow_id, a.sender.cc().state())?;
-        Ok(())
+        Self::log_mis(&mut self.logger, self.unix_offset, &mut self.mis, a)
     }
 
     /// Logs and removes finished flows.
@@ -435,7 +460,7 @@ impl SenderStack {
         let mut i = 0;
         while i < self.flows.len() {
             if self.flows[i].sender.is_done() {
-                let a = self.flows.swap_remove(i);
+                let mut a = self.flows.swap_remove(i);
                 self.index.remove(&a.spec.id);
                 if i < self.flows.len() {
                     self.index.insert(self.flows[i].spec.id, i);
@@ -444,7 +469,7 @@ impl SenderStack {
                     FlowState::Complete { .. } => self.report.flows_complete += 1,
                     _ => self.report.flows_failed += 1,
                 }
-                self.log_ended(&a, now)?;
+                self.log_ended(&mut a, now)?;
                 self.workload.on_flow_end(a.spec.id, now);
             } else {
                 i += 1;
@@ -495,9 +520,9 @@ impl SenderStack {
                 send_abort(&buf[..n], a.dst);
             }
         }
-        for a in std::mem::take(&mut self.flows) {
+        for mut a in std::mem::take(&mut self.flows) {
             self.report.flows_failed += 1;
-            self.log_ended(&a, now)?;
+            self.log_ended(&mut a, now)?;
         }
         self.index.clear();
         Ok(())

@@ -8,6 +8,8 @@
 //! * `hops.csv` (optional): echoed hop records ([`HOPS_HEADER`]).
 //! * `cc_state.csv`: each flow's algorithm's own state and counters at the
 //!   flow's end, one row per name ([`CC_STATE_HEADER`]).
+//! * `mi.csv` (PCC senders only): each scored monitor interval
+//!   ([`MI_HEADER`]).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -19,6 +21,7 @@ pub const TPUT_HEADER: &str = "flow_id,bin_start_unix_ns,bin_ns,bytes,mbps";
 pub const RTT_HEADER: &str = "flow_id,t_unix_ns,rtt_ns,qdepth_pkts,cwnd_bytes,pacing_bps,inflight_bytes,target_delay_ns";
 pub const HOPS_HEADER: &str = "flow_id,t_unix_ns,hop,switch_id,egress_port,enq_qdepth,deq_timedelta_us,egress_ts_us";
 pub const CC_STATE_HEADER: &str = "flow_id,name,value";
+pub const MI_HEADER: &str = "flow_id,t_unix_ns,mi,phase,rate_bps,duration_ns,sent_pkts,loss,rtt_gradient,utility,next_rate_bps";
 
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write {path}: {source}")]
@@ -145,6 +148,8 @@ pub struct FlowLogger {
     rtt: BufWriter<File>,
     hops: Option<BufWriter<File>>,
     cc_state: BufWriter<File>,
+    /// Opened with its first row: only PCC senders have monitor intervals.
+    mi: Option<BufWriter<File>>,
     /// Log one RTT sample out of this many (1 = all).
     pub rtt_every: u64,
     rtt_counter: u64,
@@ -171,6 +176,7 @@ impl FlowLogger {
             rtt: open("rtt.csv", RTT_HEADER)?,
             hops: if with_hops { Some(open("hops.csv", HOPS_HEADER)?) } else { None },
             cc_state: open("cc_state.csv", CC_STATE_HEADER)?,
+            mi: None,
             rtt_every: rtt_every.max(1),
             rtt_counter: 0,
             bin_ns: bin_ns.max(1),
@@ -259,9 +265,38 @@ impl FlowLogger {
         Ok(())
     }
 
+    /// One `mi.csv` row: `values` in [`MI_HEADER`]'s order after
+    /// `flow_id` and `t_unix_ns`; a value that is not a finite number is
+    /// left empty. The file is created with its first row.
+    pub fn mi(&mut self, flow_id: u32, t_unix_ns: u64, values: &[f64]) -> Result<(), LogError> {
+        let path = self.dir.join("mi.csv");
+        let err = |source| LogError { path: path.clone(), source };
+        let w = match &mut self.mi {
+            Some(w) => w,
+            None => {
+                let mut w = BufWriter::with_capacity(1 << 16, File::create(&path).map_err(err)?);
+                writeln!(w, "{MI_HEADER}").map_err(err)?;
+                self.mi.insert(w)
+            }
+        };
+        write!(w, "{flow_id},{t_unix_ns}").map_err(err)?;
+        for v in values {
+            if v.is_finite() {
+                write!(w, ",{v}").map_err(err)?;
+            } else {
+                write!(w, ",").map_err(err)?;
+            }
+        }
+        writeln!(w).map_err(err)
+    }
+
     pub fn flush(&mut self) -> Result<(), LogError> {
         self.flows.flush().map_err(self.e("flows.csv"))?;
         self.cc_state.flush().map_err(self.e("cc_state.csv"))?;
+        if let Some(w) = self.mi.as_mut() {
+            let path = self.dir.join("mi.csv");
+            w.flush().map_err(|source| LogError { path, source })?;
+        }
         self.tput.flush().map_err(self.e("tput.csv"))?;
         self.rtt.flush().map_err(self.e("rtt.csv"))?;
         if let Some(h) = self.hops.as_mut() {
@@ -319,6 +354,11 @@ mod tests {
         l.rtt(3, 20_500_000, 100_000, Some(4), Some(14000), None, 1000, Some(30_000)).unwrap();
         l.hops(3, 20_500_000, &[(1, 2, 3, 4, 5)]).unwrap();
         l.cc_state(3, [("alpha", 0.0625), ("rate, bps", 1.5e9), ("ratio", f64::NAN)]).unwrap();
+        // No monitor interval yet: no mi.csv.
+        l.flush().unwrap();
+        assert!(!dir.join("mi.csv").exists());
+        l.mi(3, 20_600_000, &[7.0, 1.0, 9.5e7, 3e7, 250.0, 0.02, -0.001, f64::NAN, 9e7]).unwrap();
+        l.mi(3, 20_700_000, &[8.0, 2.0, 9e7, 3e7, 240.0, 0.0, 0.0, 55.5, 9e7]).unwrap();
         l.flush().unwrap();
         let flows = std::fs::read_to_string(dir.join("flows.csv")).unwrap();
         let mut lines = flows.lines();
@@ -334,6 +374,9 @@ mod tests {
         let cc = std::fs::read_to_string(dir.join("cc_state.csv")).unwrap();
         let want = [CC_STATE_HEADER, "3,alpha,0.0625", "3,\"rate, bps\",1500000000", "3,ratio,"];
         assert_eq!(cc.lines().collect::<Vec<_>>(), want);
+        let mi = std::fs::read_to_string(dir.join("mi.csv")).unwrap();
+        let want = [MI_HEADER, "3,20600000,7,1,95000000,30000000,250,0.02,-0.001,,90000000", "3,20700000,8,2,90000000,30000000,240,0,0,55.5,90000000"];
+        assert_eq!(mi.lines().collect::<Vec<_>>(), want);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

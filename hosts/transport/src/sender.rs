@@ -417,6 +417,9 @@ impl FlowSender {
     pub fn cc(&self) -> &dyn CongestionControl {
         self.cc.as_ref()
     }
+    pub fn cc_mut(&mut self) -> &mut dyn CongestionControl {
+        self.cc.as_mut()
+    }
     pub fn cc_name(&self) -> &'static str {
         self.cc.name()
     }

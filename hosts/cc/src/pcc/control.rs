@@ -256,6 +256,14 @@ impl<M: Mover> Controller<M> {
     pub fn is_starting(&self) -> bool {
         matches!(self.phase, Phase::Starting { .. })
     }
+    /// The phase as `export` numbers it: 0 starting, 1 probing, 2 moving.
+    pub fn phase_code(&self) -> u8 {
+        match self.phase {
+            Phase::Starting { .. } => 0,
+            Phase::Probing(_) => 1,
+            Phase::Moving => 2,
+        }
+    }
     pub fn phase_name(&self) -> &'static str {
         match self.phase {
             Phase::Starting { .. } => "starting",
@@ -385,14 +393,7 @@ impl<M: Mover> Controller<M> {
         out.insert("utility", self.last_utility);
         out.insert("decisions", self.decisions as f64);
         out.insert("floor_restarts", self.restarts as f64);
-        out.insert(
-            "phase",
-            match self.phase {
-                Phase::Starting { .. } => 0.0,
-                Phase::Probing(_) => 1.0,
-                Phase::Moving => 2.0,
-            },
-        );
+        out.insert("phase", f64::from(self.phase_code()));
         self.mover.export(out);
     }
 }

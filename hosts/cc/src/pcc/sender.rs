@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::control::{Controller, Mover};
 use super::monitor::Monitor;
 use super::utility::Utility;
-use crate::{AckSample, CongestionControl};
+use crate::{AckSample, CongestionControl, MiRecord};
 
 pub struct Pcc<M> {
     name: &'static str,
@@ -23,11 +23,13 @@ pub struct Pcc<M> {
     /// (`state()`: `mis_scored`, `mis_latency_moved`).
     mis_scored: u64,
     mis_latency_moved: u64,
+    /// Scored MIs not yet drained ([`CongestionControl::drain_mis`]).
+    scored: Vec<MiRecord>,
 }
 
 impl<M: Mover> Pcc<M> {
     pub fn new(name: &'static str, ctl: Controller<M>, mon: Monitor, utility: Box<dyn Utility>) -> Self {
-        Pcc { name, ctl, mon, utility, startup_loss_allowance: 0, startup_gradient_ignore: 0.0, mis_scored: 0, mis_latency_moved: 0 }
+        Pcc { name, ctl, mon, utility, startup_loss_allowance: 0, startup_gradient_ignore: 0.0, mis_scored: 0, mis_latency_moved: 0, scored: Vec::new() }
     }
 
     /// Start-up leaves the first `bytes` it loses uncharged
@@ -62,7 +64,20 @@ impl<M: Mover> Pcc<M> {
                 self.mis_scored += 1;
                 self.mis_latency_moved += u64::from(s.latency_moved);
             }
+            let phase = self.ctl.phase_code();
             self.ctl.on_utility(st.id, st.rate_bps, score.map(|s| s.utility));
+            self.scored.push(MiRecord {
+                t_ns: now_ns,
+                mi: st.id,
+                phase,
+                rate_bps: st.rate_bps,
+                duration_ns: st.duration_ns,
+                sent_pkts: st.sent_pkts,
+                loss: st.loss_rate(),
+                rtt_gradient: st.rtt_gradient,
+                utility: score.map(|s| s.utility),
+                next_rate_bps: self.ctl.rate(),
+            });
         }
     }
 }
@@ -165,6 +180,9 @@ impl<M: Mover> CongestionControl for Pcc<M> {
         self.ctl.export(&mut m);
         m
     }
+    fn drain_mis(&mut self, out: &mut Vec<MiRecord>) {
+        out.append(&mut self.scored);
+    }
 }
 
 #[cfg(test)]
@@ -210,5 +228,52 @@ mod tests {
             ignore_startup_gradient(&mut st, left, below);
             assert_eq!(st.rtt_gradient, want, "{why}");
         }
+    }
+
+    /// Every scored MI is drained once, in order, with the phase it was
+    /// scored in and the rate the controller chose after it (`mi.csv`).
+    #[test]
+    fn each_scored_mi_is_drained_once_with_its_phase_and_next_rate() {
+        use super::super::control::tests::common;
+        use super::super::vivace::VivaceMover;
+        use super::super::utility::VivaceUtility;
+        use crate::MiRecord;
+        let steps = super::super::vivace::VivaceSteps { eps: 0.05, theta0: 1.0, amp_exponent: 1.2, omega0: 0.05, omega_delta: 0.05, min_step_mbps: 0.5, from_base: true };
+        let u = VivaceUtility { exponent: 0.9, latency_coef: 900.0, loss_coef: 11.35, low_loss_coef: 1.0, low_loss_max: 0.03, gradient_step: 0.02, filter_gradient: true };
+        let c = common();
+        let mon = Monitor::new(c.timing.clone());
+        let mut pcc = Pcc::new("pcc-vivace", Controller::new(VivaceMover::new(steps), c), mon, Box::new(u));
+        // A loss-free 50 Mbit/s bottleneck with a 10 ms base RTT and a
+        // deep buffer: each 1000-byte packet leaves it when the ones before
+        // have, and is acked 10 ms later.
+        let (gap_ns, base_ns) = (160_000u64, 10_000_000u64);
+        let (mut now, mut busy, mut acks) = (0u64, 0u64, std::collections::VecDeque::new());
+        let mut out: Vec<MiRecord> = Vec::new();
+        while now < 3_000_000_000 {
+            while acks.front().is_some_and(|&(at, _)| at <= now) {
+                let (at, sent) = acks.pop_front().unwrap();
+                pcc.on_packet_acked(at, sent, 1000);
+                pcc.on_ack(&AckSample { now_ns: at, rtt_ns: Some(at - sent), acked_bytes: 1000, acked_pkts: 1, ..Default::default() });
+            }
+            pcc.on_send(now, 1000);
+            busy = busy.max(now) + gap_ns;
+            acks.push_back((busy + base_ns, now));
+            let rate = pcc.pacing_rate_bps().unwrap().max(1) as f64;
+            now += (8000.0 / rate * 1e9) as u64;
+        }
+        pcc.drain_mis(&mut out);
+        let scored = pcc.state()["mis_scored"] as usize;
+        assert!(out.len() >= scored && scored > 20, "{} records, {scored} scored", out.len());
+        assert!(out.windows(2).all(|w| w[0].mi < w[1].mi && w[0].t_ns <= w[1].t_ns));
+        assert_eq!(out[0].phase, 0, "start-up first");
+        assert!(out.iter().any(|m| m.phase == 1) && out.iter().any(|m| m.phase == 2));
+        // Start-up doubles: the rate after a start-up MI that raised the
+        // utility is twice its own.
+        let first = &out[0];
+        assert!(first.utility.is_some() && (first.next_rate_bps - 2.0 * first.rate_bps).abs() < 1.0, "{first:?}");
+        assert_eq!(out.iter().filter(|m| m.utility.is_some()).count(), scored);
+        let mut again = Vec::new();
+        pcc.drain_mis(&mut again);
+        assert!(again.is_empty());
     }
 }
