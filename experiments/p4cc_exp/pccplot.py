@@ -8,12 +8,13 @@ from pathlib import Path
 from . import metrics, series
 
 
-def mi_rates(results: dict, arms: list[str], labels: dict[str, str], link_mbps: float,
-             outdir: Path, name: str = "pcc_rates.png") -> list[Path]:
-    """The plot's path, or none when no arm logged a monitor interval
-    (external arms, other protocols)."""
+def mi_rates(results: dict, summary: dict, link_mbps: float, outdir: Path,
+             name: str = "pcc_rates.png") -> list[Path]:
+    """The plot of the arms ``summary`` names (titled by their labels): its
+    path, or none when no arm logged a monitor interval (external arms,
+    other protocols)."""
     panels = []
-    for a in arms:
+    for a in summary:
         mis = series.monitor_intervals(metrics.sender_dirs(results[a])) if a in results else {}
         if mis:
             panels.append((a, mis))
@@ -34,7 +35,7 @@ def mi_rates(results: dict, arms: list[str], labels: dict[str, str], link_mbps: 
             ax.plot([t - t0 for t, _, _ in v], [r for _, r, _ in v], lw=0.6,
                     label=f"flow {fid}" if len(mis) > 1 else None)
         ax.axhline(link_mbps, ls="--", color="k", lw=0.8)
-        ax.set_title(labels.get(a, a), fontsize=8)
+        ax.set_title(summary[a].get("label", a), fontsize=8)
         ax.set_xlabel("time (s)", fontsize=7)
         ax.tick_params(labelsize=7)
         if len(mis) > 1:

@@ -153,4 +153,4 @@ def test_pcc_arms_count_their_monitor_intervals(tmp_path, sim_bin):
     from p4cc_exp import pccplot
     (tmp_path / "empty" / "h1").mkdir(parents=True)
     results = {"cubic": {"outdir": str(tmp_path / "empty"), "senders": ["h1"]}}
-    assert pccplot.mi_rates(results, ["cubic"], {}, 100.0, tmp_path, "none.png") == []
+    assert pccplot.mi_rates(results, {"cubic": {}}, 100.0, tmp_path, "none.png") == []

@@ -131,5 +131,4 @@ class PccLossy(Experiment):
         path = outdir / "throughput_vs_loss.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)
-        return [path] + pccplot.mi_rates(results, list(summary), {n: r["label"] for n, r in summary.items()},
-                                         p["rate"] / 1e6, outdir)
+        return [path] + pccplot.mi_rates(results, summary, p["rate"] / 1e6, outdir)

@@ -112,5 +112,5 @@ class PccShallow(Experiment):
         return summary, verdicts
 
     def plot(self, p, results, summary, outdir):
-        return [buffer_plot(p, summary, outdir)] + pccplot.mi_rates(
-            results, list(summary), {n: r["label"] for n, r in summary.items()}, p["rate"] / 1e6, outdir)
+        return [buffer_plot(p, summary, outdir)] + pccplot.mi_rates(results, summary, p["rate"] / 1e6,
+                                                                    outdir)

@@ -65,13 +65,13 @@ pub struct NsdiMover {
     prev: f64,
     /// (rate, utility) the running move is judged against.
     reference: Option<(f64, f64)>,
-    /// The rate and change of the running move, bits/s and Mbit/s.
-    moving: (f64, f64),
+    /// The change of the running move, Mbit/s (`move_stat.change`).
+    move_change: f64,
 }
 
 impl NsdiMover {
     pub fn new(p: VivaceSteps) -> Self {
-        NsdiMover { p, amp: 0.0, k: 0, swing: 0, trend: 0, prev: 0.0, reference: None, moving: (0.0, 0.0) }
+        NsdiMover { p, amp: 0.0, k: 0, swing: 0, trend: 0, prev: 0.0, reference: None, move_change: 0.0 }
     }
 
     /// m(a), the branch's piecewise-linear amplifier.
@@ -136,7 +136,7 @@ impl NsdiMover {
             self.reference = None;
             Move::Probe(to)
         } else {
-            self.moving = (to, change);
+            self.move_change = change;
             Move::Continue(to)
         }
     }
@@ -187,7 +187,7 @@ impl Mover for NsdiMover {
         let gap_mbps = (rate - r0) / 1e6;
         let gamma = if gap_mbps != 0.0 { (u - u0) / gap_mbps } else { 0.0 };
         let change = self.decide(gamma, rate / 1e6);
-        if change * self.moving.1 <= 0.0 {
+        if change * self.move_change <= 0.0 {
             // The move went too far: back by the new change, probe there.
             self.reference = None;
             return Move::Probe(rate + change * 1e6);
