@@ -8,6 +8,8 @@ PY    := $(VENV)/bin/python
 P4CC  := $(VENV)/bin/p4cc
 EXPERIMENT ?= dctcp-queue
 TARGET ?= auto
+# an arm the fidelity monitor finds unfaithful runs again, up to this many times
+RETRY_VOID ?= 2
 ARGS ?=
 
 .PHONY: all setup build run test test-unit test-rust test-python test-ptf \
@@ -32,7 +34,7 @@ setup:
 build: setup
 
 run: setup
-	$(P4CC) run $(EXPERIMENT) --target $(TARGET) $(ARGS)
+	$(P4CC) run $(EXPERIMENT) --target $(TARGET) --retry-void $(RETRY_VOID) $(ARGS)
 
 TOPOLOGY ?= two_hosts
 mininet: setup

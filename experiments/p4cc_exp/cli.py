@@ -4,6 +4,7 @@
     p4cc run EXPERIMENT [--target auto|embedded|bmv2|sim] [--scale paper] [--set k=v ...] [--out DIR]
                         [--links p4cc|netem]             how bmv2's ports get delay and loss
                         [--keep all|series|summary]      what of the results folder stays
+                        [--retry-void N]                 rerun an arm the fidelity monitor voids
     p4cc sweep EXPERIMENT --grid NAME=V1,V2,... [--grid ...] [--seeds N] [--target ...]
                         [--scale paper] [--set k=v ...] [--out DIR] [--address RAY_ADDRESS]
                         [--retries N] [--keep summary|series|all]   every grid point x seed on Ray
@@ -72,7 +73,7 @@ def _run(args) -> int:
     try:
         report = run(exp, target=target, overrides=args.set or [], out=args.out,
                      plan=plan, plan_only=args.plan_only, scale=args.scale, links=args.links,
-                     keep=args.keep)
+                     keep=args.keep, retry_void=args.retry_void)
     except ParamError as e:
         print(f"p4cc: {e}", file=sys.stderr)
         return 2
@@ -210,6 +211,10 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--help-params", action="store_true", help="list the parameters and exit")
     r.add_argument("--links", default="p4cc", choices=("p4cc", "netem"), help=LINKS_HELP)
     r.add_argument("--keep", default="all", choices=("all", "series", "summary"), help=KEEP_HELP)
+    r.add_argument("--retry-void", type=int, default=0, metavar="N",
+                   help="run an arm again, up to N times, while the fidelity monitor finds its "
+                        "real-time run unfaithful (docs/fidelity.md); each such run is kept in "
+                        "ARM.void-K/ and named in the report, never judged (default 0)")
     r.set_defaults(fn=_run)
     w = sub.add_parser("sweep", help="run an experiment over a grid of parameters × seeds, "
                                      "each point a Ray task (docs/sweeps.md)")

@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -141,12 +142,15 @@ def check_disk(plan: Plan, outdir: Path, keep: str = "all") -> str:
 
 def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str] | None = None,
         out: str | None = None, plan: Plan | None = None, plan_only: bool = False,
-        scale: str = "default", links: str = "p4cc", keep: str = "all") -> Path:
+        scale: str = "default", links: str = "p4cc", keep: str = "all", retry_void: int = 0) -> Path:
     """Runs ``exp`` (or a saved ``plan``) and returns the report's path
     (the plan's path with ``plan_only``); ``keep`` says what of the
-    results folder stays (keep.py)."""
+    results folder stays (keep.py); ``retry_void``: how many more times an
+    arm runs when the fidelity monitor finds its run unfaithful."""
     if keep not in KEEPS:
         raise ParamError(f"--keep {keep}: use {', '.join(KEEPS)}")
+    if retry_void < 0:
+        raise ParamError(f"--retry-void {retry_void}: use 0 or more")
     fitted = None
     if plan is None:
         plan = make_plan(exp, overrides, scale)
@@ -190,16 +194,7 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
         meta["notes"] = ([fitted] if fitted else []) + list(plan.notes) + list(meta.get("notes") or [])
         (outdir / "params.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
         for arm in plan.arms:
-            # A fresh network per arm: no queue, counter or socket state
-            # leaks from one protocol's run into the next.
-            progress.phase(f"setting up ({arm.label})", SETUP_S)
-            facts = executor.run_arm(plan, arm, outdir / arm.name, _ArmProgress(progress, arm))
-            # Parquet before the next arm: only one arm's CSV is ever on disk.
-            columnar.convert_folder(outdir / arm.name)
-            fidelity[arm.name] = (facts or {}).get("fidelity") or {}
-            if fidelity[arm.name].get("violations", {}).get("rate") or \
-                    fidelity[arm.name].get("violations", {}).get("queue"):
-                progress.note(f"{arm.name}: emulation fidelity: {summary_line(fidelity[arm.name])}")
+            fidelity[arm.name] = _run_arm(executor, plan, arm, outdir, progress, retry_void, meta)
     except (ExecutorError, TargetCapabilityError, NetworkError, SwitchStartError, P4ccError,
             OSError, RuntimeError) as e:
         raise RunError(f"{exp.id}: {str(e).splitlines()[0]}") from e
@@ -211,14 +206,68 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
         executor.finish()
     meta["finished"] = datetime.now().isoformat(timespec="seconds")
     meta.update(executor.describe())
-    meta["notes"] = ([fitted] if fitted else []) + list(plan.notes) + list(meta.get("notes") or [])
+    meta["notes"] = ([fitted] if fitted else []) + list(plan.notes) + list(meta.get("notes") or []) \
+        + retry_notes(meta.get("retried") or {})
     (outdir / "params.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
 
     progress.phase("analysis and plots", ANALYSIS_S)
     report, n = analyse_results(exp, plan, outdir, meta, fidelity)
-    prune(outdir, keep, [a.name for a in plan.arms])
+    prune(outdir, keep, [a.name for a in plan.arms]
+          + [r["kept"] for runs in (meta.get("retried") or {}).values() for r in runs])
     progress.finish(f"{exp.id} finished: {n['pass']} pass, {n['fail']} fail, {n['void']} void")
     return report
+
+
+def _unfaithful(record: dict) -> bool:
+    v = record.get("violations") or {}
+    return bool(v.get("rate") or v.get("queue"))
+
+
+def _run_arm(executor, plan: Plan, arm, outdir: Path, progress: Progress, retry_void: int,
+             meta: dict) -> dict:
+    """Runs one arm, up to ``retry_void`` more times while the fidelity
+    monitor finds the run unfaithful; returns the fidelity record of the
+    run that is judged (the last). Each unfaithful run that is run again
+    stays in ARM.void-K/ and is named in the report's notes: the decision
+    to run again reads only the monitor, never the numbers, so no result
+    is chosen for its value."""
+    for attempt in range(1, retry_void + 2):
+        # A fresh network per arm: no queue, counter or socket state
+        # leaks from one protocol's run into the next.
+        progress.phase(f"setting up ({arm.label})", SETUP_S)
+        facts = executor.run_arm(plan, arm, outdir / arm.name, _ArmProgress(progress, arm))
+        # Parquet before the next arm: only one arm's CSV is ever on disk.
+        columnar.convert_folder(outdir / arm.name)
+        record = (facts or {}).get("fidelity") or {}
+        if not _unfaithful(record):
+            return record
+        line = summary_line(record)
+        progress.note(f"{arm.name}: emulation fidelity: {line}")
+        if attempt > retry_void:
+            return record
+        # The kept run's files stay, so another run needs its own room.
+        est = diskest.estimate(dataclasses.replace(plan, arms=(arm,)), "all", csv=columnar.keep_csv())
+        ok, free = diskest.fits(est.peak, outdir)
+        if not ok:
+            progress.note(f"{arm.name}: not run again: it writes about {diskest.human(est.peak)} "
+                          f"and {diskest.human(free)} is free")
+            return record
+        kept = outdirs.new_dir(outdir, f"{arm.name}.void-{attempt}")
+        kept.rmdir()
+        (outdir / arm.name).rename(kept)
+        meta.setdefault("retried", {}).setdefault(arm.name, []).append(
+            {"run": attempt, "kept": kept.name, "fidelity": line})
+        progress.note(f"{arm.name}: running it again ({attempt + 1} of at most {retry_void + 1}); "
+                      f"the unfaithful run is kept in {kept.name}/")
+        progress.total_planned_s += SETUP_S + arm_seconds(arm)
+    raise AssertionError("unreachable")
+
+
+def retry_notes(retried: dict) -> list[str]:
+    """The report's line for each unfaithful run that was run again."""
+    return [f"{arm}: run {r['run']} was not faithful ({r['fidelity']}); it is kept in "
+            f"{r['kept']}/ and not judged, and the arm ran again"
+            for arm, runs in retried.items() for r in runs]
 
 
 def json_safe(v):

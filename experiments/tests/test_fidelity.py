@@ -86,3 +86,33 @@ def test_bounds_follow_the_bottleneck_rate():
     out = judge_arm(rec, arm, "embedded")
     assert out["ok"] == {"queue": True, "rate": False} and "pacing error" in out["violations"]["rate"][0]
     assert judge_arm({"exact": True}, arm, "sim")["ok"] == {"queue": True, "rate": True}
+
+
+def test_an_unfaithful_arm_runs_again_and_its_first_run_is_kept(tmp_path, hogs, monkeypatch):
+    """--retry-void: the monitor, not the numbers, decides a rerun; the
+    unfaithful run stays beside the judged one and the report names it."""
+    from dataclasses import replace
+    monkeypatch.setenv("P4CC_REALTIME", "0")
+    plan = make_plan(get("dctcp-queue"), SHORT)
+    plan = replace(plan, arms=tuple(a for a in plan.arms if a.name == "user-dctcp"))
+    run(plan=plan, target="embedded", out=str(tmp_path / "r"), retry_void=1)
+    out = tmp_path / "r"
+    s, fid = fidelity_of(out)
+    kept = out / "user-dctcp.void-1"
+    first = json.loads((kept / "fidelity.json").read_text())
+    assert first["violations"]["queue"] or first["violations"]["rate"], first
+    # the unfaithful run's own results are all there, not only its record
+    assert (kept / "measure.json").exists() and any(kept.rglob("*.parquet"))
+    meta = json.loads((out / "params.json").read_text())
+    assert [r["kept"] for r in meta["retried"]["user-dctcp"]] == ["user-dctcp.void-1"]
+    assert any("user-dctcp: run 1 was not faithful" in n for n in meta["notes"])
+    assert "run 1 was not faithful" in (out / "report.html").read_text()
+    # what is judged is the last run's record
+    last = json.loads((out / "user-dctcp" / "fidelity.json").read_text())
+    assert fid["user-dctcp"]["violations"] == last["violations"]
+
+
+def test_retry_void_must_not_be_negative(tmp_path):
+    from p4cc_exp.params import ParamError
+    with pytest.raises(ParamError, match="--retry-void"):
+        run(get("dctcp-queue"), target="sim", out=str(tmp_path / "r"), retry_void=-1)
