@@ -28,7 +28,11 @@ def embedded_bin() -> Optional[str]:
 
 
 def bmv2_bin() -> Optional[str]:
-    return os.environ.get("P4CC_SIMPLE_SWITCH_GRPC") or shutil.which("simple_switch_grpc")
+    """As p4cc finds it (docs/building-p4c.md): $P4CC_BMV2_BIN, else PATH."""
+    env = os.environ.get("P4CC_BMV2_BIN")
+    if env and os.access(env, os.X_OK):
+        return env
+    return shutil.which("simple_switch_grpc")
 
 
 def why_not(kind: str) -> Optional[str]:

@@ -30,7 +30,7 @@ def test_a_delayed_link_plan_runs_on_bmv2(tmp_path):
     out = tmp_path / "run"
     run(get("dctcp-queue"), target="bmv2", out=str(out),
         overrides=["rate=10Mbps", f"rtt={RTT_US}us", "duration=4", "warmup=1",
-                   "datapaths=user"])
+                   "datapaths=user", "k=2"])
     params = json.loads((out / "params.json").read_text())
     assert params["target"] == "bmv2" and params["links"] == "p4cc"
     assert any("p4cc's link emulator" in n for n in params["notes"]), params["notes"]
@@ -40,19 +40,21 @@ def test_a_delayed_link_plan_runs_on_bmv2(tmp_path):
     assert ep["target"] == "bmv2" and ep["link_admin_addr"] and ep["link_ports"]
     # The RTT the user-space transport measured: at least the plan's, as
     # bmv2 plus the emulator delivered it (its queue adds to it, never takes).
-    rtts, first = [], []
+    rtts = []
     for f in list(arm.glob("*/rtt.parquet")) + list(arm.glob("*/rtt.csv")):
         got = [float(r["rtt_ns"]) / 1e3 for r in series.rows(f.with_suffix(".csv"))
                if r["rtt_ns"]]
         rtts += got
-        first += got[:1]
     assert rtts, "no RTT samples"
     assert min(rtts) >= 0.97 * RTT_US, min(rtts)
-    # A flow's first packet finds little queue: the plan's RTT, its own time
-    # on the 10 Mb/s bottleneck and its ACK's on the way back (bmv2 shapes
-    # in packets/s: an ACK takes a full-sized frame's 1.2 ms), the other
-    # flow's first window at most, and little else.
-    assert min(first) < RTT_US + 2 * 1211 + 2000, first
+    # ...and no more than it, once the queue drains: DCTCP with K = 2 empties
+    # it now and then, so the shortest RTT is the plan's plus at most a
+    # packet's time on the 10 Mb/s bottleneck and its ACK's on the way back
+    # (bmv2 shapes in packets/s: an ACK may take a full-sized frame's
+    # 1.2 ms); the delay applied twice would exceed it (2026-11-29: 2.5 ms).
+    # Not the first packets: bmv2 holds a window that arrives after idle for
+    # several ms before its queue (docs/topologies.md, "bmv2's links").
+    assert min(rtts) < RTT_US + 2 * 1211, min(rtts)
     fid = json.loads((arm / "fidelity.json").read_text())
     links = fid["links"]["s1"]
     # Every host port has its emulator, both ends reporting, frames carried.

@@ -13,7 +13,6 @@ from __future__ import annotations
 import fcntl
 import os
 import random
-import shutil
 import signal
 import socket
 import struct
@@ -23,8 +22,20 @@ from pathlib import Path
 
 import pytest
 from p4cc_topo.listen_ports import free_tcp_port as free_port
+from p4cc_topo.targets import TargetUnavailable, find_bmv2
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bmv2():
+    """simple_switch_grpc as p4cc finds it ($P4CC_BMV2_BIN, else PATH), or None."""
+    try:
+        return find_bmv2()
+    except TargetUnavailable:
+        return None
+
+
+BMV2 = _bmv2()
 P4INFO = ROOT / "p4src/build/cc_switch.p4info.bin"
 JSON = ROOT / "p4src/build/cc_switch.json"
 PORTS = (1, 2, 3, 4)
@@ -34,7 +45,7 @@ N_PACKETS = 160
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root (veth, raw sockets)"),
-    pytest.mark.skipif(not shutil.which("simple_switch_grpc"),
+    pytest.mark.skipif(BMV2 is None,
                        reason="bmv2 (simple_switch_grpc) not installed: it is in no package "
                               "registry (docs/building-p4c.md)"),
 ]
@@ -66,7 +77,7 @@ def start(target: str, cfg: dict, logdir: Path) -> subprocess.Popen:
             sh("ethtool", "-K", ifc, "tso", "off", "gso", "off", "gro", "off", "tx", "off")
             sh("ip", "link", "set", ifc, "up")
     if target == "bmv2":
-        cmd = ["simple_switch_grpc", "--device-id", "1",
+        cmd = [str(BMV2), "--device-id", "1",
                *[a for p in PORTS for a in ("-i", f"{p}@{names('b', p)[0]}")],
                "--thrift-port", str(cfg["thrift"]), "--no-p4", "--",
                "--grpc-server-addr", f"127.0.0.1:{cfg['grpc']}"]
