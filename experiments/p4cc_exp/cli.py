@@ -64,7 +64,9 @@ def _run(args) -> int:
     # An experiment whose default scale the namespace lab cannot carry runs
     # in virtual time unless asked otherwise (Experiment.default_target).
     target = args.target or getattr(exp, "default_target", "auto")
-    if args.scale == "paper":
+    # A saved plan keeps its scale: the paper's runs in virtual time, as
+    # `--scale paper` does, whichever way the plan was made.
+    if args.scale == "paper" or (plan is not None and plan.scale == "paper"):
         if target not in ("auto", "sim"):
             print(f"p4cc: the paper's scale runs in virtual time: drop --target {target} "
                   "(or give --target sim)", file=sys.stderr)

@@ -97,3 +97,17 @@ def test_ctl_errors():
 def test_ptf_without_the_target():
     one_line_error([PY, "ptf-tests/run.py", "--target", "bmv2"],
                    env={"P4CC_BMV2_BIN": "/nonexistent", "PATH": "/usr/bin:/bin"}, needle="bmv2")
+
+
+def test_a_saved_paper_scale_plan_runs_in_virtual_time(tmp_path):
+    """A plan keeps its scale: run with --plan it goes where `--scale paper`
+    goes (virtual time), and a real-time target is refused."""
+    out = tmp_path / "p"
+    r = subprocess.run([P4CC, "run", "dctcp-queue", "--scale", "paper", "--plan-only",
+                        "--out", str(out)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    plan = str(out / "plan.json")
+    one_line_error([P4CC, "run", "--plan", plan, "--target", "embedded"], needle="virtual time")
+    # no --target: the simulator is what it looks for (absent here on purpose)
+    one_line_error([P4CC, "run", "--plan", plan, "--out", str(tmp_path / "r")],
+                   env={"P4CC_SIM_BIN": str(tmp_path / "none")}, needle="p4cc-sim is not built")
