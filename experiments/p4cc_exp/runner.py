@@ -207,7 +207,7 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
     meta["finished"] = datetime.now().isoformat(timespec="seconds")
     meta.update(executor.describe())
     meta["notes"] = ([fitted] if fitted else []) + list(plan.notes) + list(meta.get("notes") or []) \
-        + retry_notes(meta.get("retried") or {})
+        + retry_notes(meta.get("retried") or {}, keep)
     (outdir / "params.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
 
     progress.phase("analysis and plots", ANALYSIS_S)
@@ -231,7 +231,8 @@ def _run_arm(executor, plan: Plan, arm, outdir: Path, progress: Progress, retry_
     stays in ARM.void-K/ and is named in the report's notes: the decision
     to run again reads only the monitor, never the numbers, so no result
     is chosen for its value."""
-    for attempt in range(1, retry_void + 2):
+    attempt = 1
+    while True:
         # A fresh network per arm: no queue, counter or socket state
         # leaks from one protocol's run into the next.
         progress.phase(f"setting up ({arm.label})", SETUP_S)
@@ -260,13 +261,14 @@ def _run_arm(executor, plan: Plan, arm, outdir: Path, progress: Progress, retry_
         progress.note(f"{arm.name}: running it again ({attempt + 1} of at most {retry_void + 1}); "
                       f"the unfaithful run is kept in {kept.name}/")
         progress.total_planned_s += SETUP_S + arm_seconds(arm)
-    raise AssertionError("unreachable")
+        attempt += 1
 
 
-def retry_notes(retried: dict) -> list[str]:
+def retry_notes(retried: dict, keep: str = "all") -> list[str]:
     """The report's line for each unfaithful run that was run again."""
-    return [f"{arm}: run {r['run']} was not faithful ({r['fidelity']}); it is kept in "
-            f"{r['kept']}/ and not judged, and the arm ran again"
+    where = "its folder was removed (--keep summary)" if keep == "summary" else "it is kept in {}/"
+    return [f"{arm}: run {r['run']} was not faithful ({r['fidelity']}); "
+            f"{where.format(r['kept'])}, not judged, and the arm ran again"
             for arm, runs in retried.items() for r in runs]
 
 
