@@ -187,6 +187,10 @@ TNA_EXPLAINED_WARNINGS: list[tuple[str, str]] = [
      "truncation and checked against it by p4src/tests/test_constants.py"),
     (r"All log messages before absl::InitializeLog\(\) is called",
      "Abseil's logging banner, printed by the compiler's protobuf library"),
+    (r"No known conversion to standard P4Info for 'DynHash' extern type",
+     "the ECMP hash (a fixed CRC16 of the 5-tuple); a controller never reconfigures "
+     "it, so it needs no P4Info entry: the controller programs ECMP through the "
+     "ecmp_bucket table the hash indexes"),
     (r"Parser state min_parse_depth_accept_loop will be unrolled",
      "a parser state bf-p4c adds itself on Tofino 1 so that short packets meet "
      "the minimum parse depth; not in the program"),
