@@ -1,9 +1,13 @@
 """A one-line progress display: phase, bar, elapsed and time left.
 
 Experiments know their schedule up front (phases with planned durations),
-so time left is the planned remainder, corrected as phases finish early or
-late. On a non-terminal (CI logs) it prints one line per phase instead of
-redrawing.
+so time left is the planned remainder, less what the current phase has
+used. In the namespace lab a phase takes about its planned time. In
+virtual time it does not: an arm planned as its simulated duration takes
+whatever the simulator needs, a small or large multiple of it, so with
+``learn`` the remainder is scaled by what the finished phases took against
+their plan. On a non-terminal (CI logs) it prints one line per phase
+instead of redrawing.
 """
 from __future__ import annotations
 
@@ -22,8 +26,11 @@ class Progress:
     total_planned_s: float
     stream: object = field(default_factory=lambda: sys.stderr)
     width: int = 28
+    #: Scale time left by the finished phases' actual/planned (virtual time).
+    learn: bool = False
     _start: float = field(default_factory=time.monotonic)
     _done_planned: float = 0.0
+    _done_actual: float = 0.0
     _phase: str = "starting"
     _phase_start: float = field(default_factory=time.monotonic)
     _phase_planned: float = 0.0
@@ -35,11 +42,14 @@ class Progress:
 
     def phase(self, name: str, planned_s: float) -> None:
         """Start a phase; the previous one counts as done."""
+        now = time.monotonic()
         self._done_planned += self._phase_planned
+        if self._phase_planned > 0:  # (not the unplanned start)
+            self._done_actual += now - self._phase_start
         self._phase, self._phase_planned = name, planned_s
-        self._phase_start = time.monotonic()
+        self._phase_start = now
         if not self.tty:
-            print(f"[p4cc] {name} (~{fmt_secs(planned_s)}, "
+            print(f"[p4cc] {name} (~{fmt_secs(planned_s * self.scale())}, "
                   f"~{fmt_secs(self.left())} left)", file=self.stream, flush=True)
         self.draw(force=True)
 
@@ -63,14 +73,24 @@ class Progress:
             print(f"[p4cc] {line}", file=self.stream, flush=True)
             self._last_draw = time.monotonic()
 
+    def scale(self) -> float:
+        """How long phases take for each second planned: 1 until a phase
+        has finished, or without ``learn``."""
+        if not self.learn or self._done_planned <= 0:
+            return 1.0
+        return self._done_actual / self._done_planned
+
     def left(self) -> float:
-        in_phase = min(time.monotonic() - self._phase_start, self._phase_planned)
-        return max(0.0, self.total_planned_s - self._done_planned - in_phase)
+        k = self.scale()
+        in_phase = max(0.0, self._phase_planned * k - (time.monotonic() - self._phase_start))
+        after = max(0.0, self.total_planned_s - self._done_planned - self._phase_planned)
+        return after * k + in_phase
 
     def fraction(self) -> float:
-        if self.total_planned_s <= 0:
+        k = self.scale()
+        if self.total_planned_s <= 0 or k <= 0:
             return 1.0
-        return min(1.0, 1.0 - self.left() / self.total_planned_s)
+        return min(1.0, max(0.0, 1.0 - self.left() / (self.total_planned_s * k)))
 
     def draw(self, force: bool = False) -> None:
         now = time.monotonic()

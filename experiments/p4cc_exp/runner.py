@@ -179,7 +179,8 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
             "target_requested": target, "params": p, "arms": [a.name for a in plan.arms],
             "git_commit": _git_commit(), "host": platform.node(), "kernel": platform.release(),
             "started": datetime.now().isoformat(timespec="seconds")}
-    progress = Progress(SETUP_S + sum(arm_seconds(a) + SETUP_S for a in plan.arms) + ANALYSIS_S)
+    progress = Progress(SETUP_S + sum(arm_seconds(a) + SETUP_S for a in plan.arms) + ANALYSIS_S,
+                        learn=target == "sim")
     fidelity: dict[str, dict] = {}
     try:
         # The disk line after the target's own checks: a run the target
@@ -369,17 +370,18 @@ class _ArmProgress:
         self._p, self._arm = progress, arm
         self._started = False
 
-    def _start(self) -> None:
+    def begin(self) -> None:
+        """The arm's traffic starts: setting up is over."""
         if not self._started:
             self._p.phase(self._arm.label, arm_seconds(self._arm))
             self._started = True
 
     def sleep(self, seconds: float, alive=None) -> None:
-        self._start()
+        self.begin()
         self._p.sleep(seconds, alive)
 
     def simulated(self, *args) -> None:
-        self._start()
+        self.begin()
         self._p.simulated(*args)
 
     def __getattr__(self, name):

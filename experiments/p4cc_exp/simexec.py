@@ -170,6 +170,7 @@ class VirtualTime:
                 {"endpoints": {n: e.to_dict() for n, e in eps.items()}, "applied": sw.applied},
                 indent=1, default=str) + "\n")
             reads = {}
+            progress.begin()
             for offset, what, item in schedule(arm):
                 sim.send(cmd="run", until_s=offset)
                 ev = sim.until("paused", progress)

@@ -231,6 +231,9 @@ def test_a_lone_flow_takes_exactly_its_ideal_fct(tmp_path):
     from p4cc_exp.simexec import VirtualTime
 
     class Quiet:
+        def begin(self):
+            pass
+
         def simulated(self, *a):
             pass
 
@@ -279,6 +282,9 @@ def test_a_nic_that_arbitrates_drops_nothing_of_its_own(tmp_path):
                 arms=arms).check()
 
     class Quiet:
+        def begin(self):
+            pass
+
         def simulated(self, *a):
             pass
 

@@ -111,3 +111,30 @@ def test_the_simulator_refuses_bad_plans_before_running(tmp_path, sim_bin):
     r = subprocess.run([str(sim_bin), str(p), "--arm", "kernel-dctcp", "--out", str(tmp_path / "o")],
                        capture_output=True, text=True, input="", timeout=60)
     assert r.returncode == 1 and "a buffer of 0 packets" in r.stderr, r.stderr
+
+
+def test_time_left_in_virtual_time_follows_what_finished_phases_took(monkeypatch):
+    """An arm is planned at its simulated duration; in virtual time it takes
+    what the simulator needs. Once phases have finished, time left is the
+    plan scaled by their actual/planned; in the lab (no `learn`) it is the
+    planned remainder."""
+    import io
+    from p4cc_exp import progress as prog
+    clock = [0.0]
+    monkeypatch.setattr(prog.time, "monotonic", lambda: clock[0])
+    sim = prog.Progress(8 + 4 * (60 + 8) + 6, stream=io.StringIO(), learn=True)
+    lab = prog.Progress(8 + 4 * (60 + 8) + 6, stream=io.StringIO())
+    for p in (sim, lab):
+        p.phase("setting up", 8)
+    clock[0] = 0.4                        # set up in 0.4 s of 8 planned
+    for p in (sim, lab):
+        p.phase("arm 1", 60)
+    clock[0] = 3.4                        # 60 simulated s in 3 s
+    for p in (sim, lab):
+        p.phase("setting up", 8)
+    # 3.4 s for 68 planned: 0.05 s a planned second; 218 planned are left
+    assert abs(sim.left() - 218 * 0.05) < 1e-9, sim.left()
+    assert abs(lab.left() - 218) < 1e-9, lab.left()
+    assert 0.2 < sim.fraction() < 0.3 and abs(sim.fraction() - lab.fraction()) < 1e-9
+    # the phase line says the scaled length too
+    assert "(~0:00, ~0:11 left)" in sim.stream.getvalue().splitlines()[-1]
