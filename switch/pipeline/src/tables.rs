@@ -114,6 +114,16 @@ struct Entry {
 
 type KeyMap = HashMap<Box<[u128]>, usize>;
 
+/// The widest key `TableState::dense` holds (4096 entries, 16 KB).
+const DENSE_KEY_BITS: u32 = 12;
+const DENSE_NONE: u32 = u32::MAX;
+
+fn dense_for(def: &TableDef) -> Option<Box<[u32]>> {
+    let width: u32 = def.keys.iter().map(|k| k.width).sum();
+    (def.kind == TableKind::Exact && !def.keys.is_empty() && width <= DENSE_KEY_BITS)
+        .then(|| vec![DENSE_NONE; 1 << width].into_boxed_slice())
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct TableState {
     slab: Vec<Option<Entry>>,
@@ -133,6 +143,11 @@ pub(crate) struct TableState {
     /// entries in `exact1` under that one value (`pack`): the ECMP table's
     /// two fields hashed as a slice cost several times one value's hash.
     packed: bool,
+    /// An exact table whose key is at most `DENSE_KEY_BITS` wide also keeps
+    /// its entries in an array indexed by the key (`DENSE_NONE` where there
+    /// is none): a port's settings are read by every packet, and an index
+    /// costs a tenth of a hash lookup.
+    dense: Option<Box<[u32]>>,
     ordered: Vec<usize>,
     /// Ternary-kind tables: the interval index of `ordered`, built on the
     /// first lookup after a change (`None` inside: the entries do not fit
@@ -464,6 +479,7 @@ impl TableState {
             exact1: HashMap::default(),
             lpm1: Vec::new(),
             packed: packs(&p.table_defs[t]),
+            dense: dense_for(&p.table_defs[t]),
             ordered: Vec::new(),
             index: OnceLock::new(),
             default: None,
@@ -491,6 +507,7 @@ impl TableState {
             exact1: HashMap::default(),
             lpm1: Vec::new(),
             packed: packs(&p.table_defs[t]),
+            dense: dense_for(&p.table_defs[t]),
             ordered: Vec::new(),
             index: OnceLock::new(),
             default: None,
@@ -555,6 +572,9 @@ impl TableState {
         match def.kind {
             TableKind::Exact if self.packed => {
                 self.exact1.insert(packed_key, idx);
+                if let Some(slot) = self.dense.as_mut().and_then(|d| d.get_mut(packed_key as usize)) {
+                    *slot = idx as u32;
+                }
             }
             TableKind::Exact => {
                 self.exact.insert(exact_key(&entry.fm), idx);
@@ -638,6 +658,9 @@ impl TableState {
                 TableKind::Exact if self.packed => {
                     if let Some(k) = pack(def, &exact_key(&e.fm)) {
                         self.exact1.remove(&k);
+                        if let Some(slot) = self.dense.as_mut().and_then(|d| d.get_mut(k as usize)) {
+                            *slot = DENSE_NONE;
+                        }
                     }
                 }
                 TableKind::Exact => {
@@ -810,6 +833,10 @@ impl TableState {
         let found = match def.kind {
             // Keyless: only the default action.
             _ if key.is_empty() => None,
+            TableKind::Exact if self.dense.is_some() => {
+                let d = self.dense.as_deref().unwrap_or(&[]);
+                pack(def, key).and_then(|k| d.get(usize::try_from(k).ok()?)).filter(|&&i| i != DENSE_NONE).map(|&i| i as usize)
+            }
             TableKind::Exact if key.len() == 1 => self.exact1.get(&key[0]).copied(),
             TableKind::Exact if self.packed => pack(def, key).and_then(|k| self.exact1.get(&k).copied()),
             TableKind::Exact => self.exact.get(key).copied(),
@@ -850,6 +877,13 @@ impl TableState {
             h.copy_args(args, || self.slab[i].as_ref().map(|e| &e.spilled[..]));
             return LookupResult { hit: true, action: Some(h.action as usize) };
         }
+        self.default_into(args)
+    }
+
+    /// A miss: the default action, its data in `args` (appended: callers
+    /// clear it). A table without key fields is only this (P4Runtime).
+    #[inline]
+    pub fn default_into(&self, args: &mut Vec<u128>) -> LookupResult {
         match &self.default {
             Some(d) => {
                 d.hot.copy_args(args, || Some(&d.spilled[..]));

@@ -216,6 +216,31 @@ fn ecn_marks_exactly_at_threshold_for_ect_only() {
     assert_eq!(ecn_out(&mut s, 0x0a00_0201, 2, (1 << 19) - 1), 3);
 }
 
+/// ecn_threshold's key is a 9-bit port, so its entries are also kept in an
+/// array indexed by the port: an entry deleted, re-added, cleared, or on the
+/// last port reads as the table says, never as a stale slot.
+#[test]
+fn a_per_port_setting_follows_inserts_deletes_and_clears() {
+    let mut s = sw();
+    s.route([10, 0, 2, 0], 24, 2, NEXT_MAC);
+    s.route([10, 0, 5, 0], 24, 510, NEXT_MAC);
+    let marked = |s: &mut Sw, dst: u32, depth: u32| s.send(&tcp_frame(dst, 2, b"x"), 1, q(depth))[0].1[15] & 3 == 3;
+    let t = s.t("ecn_threshold");
+    let port2 = vec![MatchKey::Exact(2u16.to_be_bytes().to_vec())];
+    s.set_k(2, 10);
+    assert!(marked(&mut s, 0x0a00_0201, 10));
+    s.st.table_delete(t, &port2, 0).unwrap();
+    assert!(!marked(&mut s, 0x0a00_0201, 1000), "deleted: no K");
+    s.set_k(2, 50);
+    assert!(!marked(&mut s, 0x0a00_0201, 10) && marked(&mut s, 0x0a00_0201, 50), "re-added with K = 50");
+    s.set_k(510, 5);
+    assert!(marked(&mut s, 0x0a00_0501, 5) && !marked(&mut s, 0x0a00_0501, 4), "the last port before v1model's drop port (511)");
+    s.st.table_clear(t);
+    assert!(!marked(&mut s, 0x0a00_0201, 1000) && !marked(&mut s, 0x0a00_0501, 1000), "cleared");
+    s.set_k(2, 10);
+    assert!(marked(&mut s, 0x0a00_0201, 10));
+}
+
 #[test]
 fn telemetry_shim_push_max_and_overflow() {
     let mut s = sw();

@@ -61,8 +61,15 @@ pub(super) unsafe extern "C" fn table(env: *mut Env, t: u64) -> u64 {
 /// read: `nkeys` (0 or 1) fields, the field's value as two halves.
 pub(super) unsafe extern "C" fn table_key(env: *mut Env, t: u64, nkeys: u64, lo: u64, hi: u64) -> u64 {
     let (env, run, pkt) = parts(env);
-    let key = [(hi as u128) << 64 | lo as u128];
-    let res = run.tables[t as usize].lookup_packet(run.x.p, t as usize, pkt, &key[..nkeys as usize], run.lpm, run.args);
+    let res = if nkeys == 0 {
+        // Without key fields a table holds only its default entry (three
+        // of the tables every packet meets here).
+        run.args.clear();
+        run.tables[t as usize].default_into(run.args)
+    } else {
+        let key = [(hi as u128) << 64 | lo as u128];
+        run.tables[t as usize].lookup_packet(run.x.p, t as usize, pkt, &key, run.lpm, run.args)
+    };
     found(env, run, res)
 }
 
