@@ -3,11 +3,12 @@
 Experiments know their schedule up front (phases with planned durations),
 so time left is the planned remainder, less what the current phase has
 used. In the namespace lab a phase takes about its planned time. In
-virtual time it does not: an arm planned as its simulated duration takes
-whatever the simulator needs, a small or large multiple of it, so with
-``learn`` the remainder is scaled by what the finished phases took against
-their plan. On a non-terminal (CI logs) it prints one line per phase
-instead of redrawing.
+virtual time it does not: an arm takes whatever the simulator needs for
+the packets it carries, not its simulated duration (pcc-fct's arms carry
+the same flows over durations nine times apart), so there (``arms``) time
+left is the arms still to run at the mean time the finished ones took,
+and before the first has finished it is not guessed. On a non-terminal
+(CI logs) it prints one line per phase instead of redrawing.
 """
 from __future__ import annotations
 
@@ -26,11 +27,16 @@ class Progress:
     total_planned_s: float
     stream: object = field(default_factory=lambda: sys.stderr)
     width: int = 28
-    #: Scale time left by the finished phases' actual/planned (virtual time).
-    learn: bool = False
+    #: Virtual time: the run's arms, whose mean time gives the time left
+    #: (0: the planned remainder, as in the lab); `arm_done` counts them.
+    arms: int = 0
+    #: Planned time after the last arm (analysis).
+    tail_s: float = 0.0
     _start: float = field(default_factory=time.monotonic)
     _done_planned: float = 0.0
-    _done_actual: float = 0.0
+    _arms_done: int = 0
+    _arms_time: float = 0.0
+    _arm_start: float | None = None
     _phase: str = "starting"
     _phase_start: float = field(default_factory=time.monotonic)
     _phase_planned: float = 0.0
@@ -44,14 +50,25 @@ class Progress:
         """Start a phase; the previous one counts as done."""
         now = time.monotonic()
         self._done_planned += self._phase_planned
-        if self._phase_planned > 0:  # (not the unplanned start)
-            self._done_actual += now - self._phase_start
         self._phase, self._phase_planned = name, planned_s
         self._phase_start = now
+        if self._arm_start is None:
+            self._arm_start = now
         if not self.tty:
-            print(f"[p4cc] {name} (~{fmt_secs(planned_s * self.scale())}, "
-                  f"~{fmt_secs(self.left())} left)", file=self.stream, flush=True)
+            left = self.left()
+            print(f"[p4cc] {name} ("
+                  + (f"~{fmt_secs(planned_s)}, " if not self.arms else "")
+                  + (f"~{fmt_secs(left)} left)" if left is not None
+                     else "time left after the first arm)"), file=self.stream, flush=True)
         self.draw(force=True)
+
+    def arm_done(self) -> None:
+        """An arm (its set-up and its run) is over (with ``arms``)."""
+        now = time.monotonic()
+        if self._arm_start is not None:
+            self._arms_time += now - self._arm_start
+        self._arms_done += 1
+        self._arm_start = now
 
     def note(self, message: str) -> None:
         """One line of the run log (what was set up, chosen, skipped)."""
@@ -73,34 +90,42 @@ class Progress:
             print(f"[p4cc] {line}", file=self.stream, flush=True)
             self._last_draw = time.monotonic()
 
-    def scale(self) -> float:
-        """How long phases take for each second planned: 1 until a phase
-        has finished, or without ``learn``."""
-        if not self.learn or self._done_planned <= 0:
-            return 1.0
-        return self._done_actual / self._done_planned
-
-    def left(self) -> float:
-        k = self.scale()
-        in_phase = max(0.0, self._phase_planned * k - (time.monotonic() - self._phase_start))
-        after = max(0.0, self.total_planned_s - self._done_planned - self._phase_planned)
-        return after * k + in_phase
+    def left(self) -> float | None:
+        """Seconds left; None in virtual time before an arm has finished."""
+        now = time.monotonic()
+        if self.arms:
+            if self._arms_done >= self.arms:  # the analysis
+                return max(0.0, self.tail_s - (now - self._phase_start))
+            if self._arms_done == 0:
+                return None
+            mean = self._arms_time / self._arms_done
+            in_arm = now - (self._arm_start if self._arm_start is not None else now)
+            return max(0.0, (self.arms - self._arms_done) * mean - in_arm) + self.tail_s
+        in_phase = min(now - self._phase_start, self._phase_planned)
+        return max(0.0, self.total_planned_s - self._done_planned - in_phase)
 
     def fraction(self) -> float:
-        k = self.scale()
-        if self.total_planned_s <= 0 or k <= 0:
+        left = self.left()
+        if left is None:
+            return 0.0
+        if self.arms:
+            elapsed = time.monotonic() - self._start
+            return min(1.0, elapsed / (elapsed + left)) if elapsed + left > 0 else 1.0
+        if self.total_planned_s <= 0:
             return 1.0
-        return min(1.0, max(0.0, 1.0 - self.left() / (self.total_planned_s * k)))
+        return min(1.0, 1.0 - left / self.total_planned_s)
 
     def draw(self, force: bool = False) -> None:
         now = time.monotonic()
         if not self.tty or (not force and now - self._last_draw < 0.25):
             return
         self._last_draw = now
+        left = self.left()
+        left_text = fmt_secs(left) if left is not None else "after the first arm"
         filled = int(self.fraction() * self.width)
         bar = "#" * filled + "-" * (self.width - filled)
         line = (f"\r[{bar}] {self.fraction() * 100:3.0f}%  {self._phase:<28.28}"
-                f" elapsed {fmt_secs(now - self._start)}  left {fmt_secs(self.left())} ")
+                f" elapsed {fmt_secs(now - self._start)}  left {left_text} ")
         self.stream.write(line)
         self.stream.flush()
 

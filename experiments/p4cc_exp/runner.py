@@ -180,7 +180,7 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
             "git_commit": _git_commit(), "host": platform.node(), "kernel": platform.release(),
             "started": datetime.now().isoformat(timespec="seconds")}
     progress = Progress(SETUP_S + sum(arm_seconds(a) + SETUP_S for a in plan.arms) + ANALYSIS_S,
-                        learn=target == "sim")
+                        arms=len(plan.arms) if target == "sim" else 0, tail_s=ANALYSIS_S)
     fidelity: dict[str, dict] = {}
     try:
         # The disk line after the target's own checks: a run the target
@@ -196,6 +196,7 @@ def run(exp: Experiment | None = None, target: str = "auto", overrides: list[str
         (outdir / "params.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
         for arm in plan.arms:
             fidelity[arm.name] = _run_arm(executor, plan, arm, outdir, progress, retry_void, meta)
+            progress.arm_done()
     except (ExecutorError, TargetCapabilityError, NetworkError, SwitchStartError, P4ccError,
             OSError, RuntimeError) as e:
         raise RunError(f"{exp.id}: {str(e).splitlines()[0]}") from e

@@ -113,28 +113,39 @@ def test_the_simulator_refuses_bad_plans_before_running(tmp_path, sim_bin):
     assert r.returncode == 1 and "a buffer of 0 packets" in r.stderr, r.stderr
 
 
-def test_time_left_in_virtual_time_follows_what_finished_phases_took(monkeypatch):
-    """An arm is planned at its simulated duration; in virtual time it takes
-    what the simulator needs. Once phases have finished, time left is the
-    plan scaled by their actual/planned; in the lab (no `learn`) it is the
-    planned remainder."""
+def test_time_left_in_virtual_time_counts_arms_not_simulated_seconds(monkeypatch):
+    """pcc-fct's arms carry the same flows over simulated durations nine
+    times apart and take about the same wall time: in virtual time, time
+    left is the arms still to run at the finished arms' mean, and is not
+    guessed before one has finished; in the lab it is the planned
+    remainder."""
     import io
     from p4cc_exp import progress as prog
     clock = [0.0]
     monkeypatch.setattr(prog.time, "monotonic", lambda: clock[0])
-    sim = prog.Progress(8 + 4 * (60 + 8) + 6, stream=io.StringIO(), learn=True)
-    lab = prog.Progress(8 + 4 * (60 + 8) + 6, stream=io.StringIO())
+    durations = [270, 90, 30]                       # simulated s, loads 0.1 / 0.3 / 0.9
+    total = 8 + sum(d + 8 for d in durations) + 6
+    sim = prog.Progress(total, stream=io.StringIO(), arms=3, tail_s=6)
+    lab = prog.Progress(total, stream=io.StringIO())
     for p in (sim, lab):
         p.phase("setting up", 8)
-    clock[0] = 0.4                        # set up in 0.4 s of 8 planned
+    assert sim.left() is None and sim.fraction() == 0.0
+    assert "time left after the first arm" in sim.stream.getvalue()
+    clock[0] = 0.5
     for p in (sim, lab):
-        p.phase("arm 1", 60)
-    clock[0] = 3.4                        # 60 simulated s in 3 s
+        p.phase("arm 1", durations[0])
+    clock[0] = 2.0                                  # the first arm took 2 s in all
     for p in (sim, lab):
+        p.arm_done()
         p.phase("setting up", 8)
-    # 3.4 s for 68 planned: 0.05 s a planned second; 218 planned are left
-    assert abs(sim.left() - 218 * 0.05) < 1e-9, sim.left()
-    assert abs(lab.left() - 218) < 1e-9, lab.left()
-    assert 0.2 < sim.fraction() < 0.3 and abs(sim.fraction() - lab.fraction()) < 1e-9
-    # the phase line says the scaled length too
-    assert "(~0:00, ~0:11 left)" in sim.stream.getvalue().splitlines()[-1]
+    assert abs(sim.left() - (2 * 2.0 + 6)) < 1e-9, sim.left()
+    assert abs(lab.left() - (total - 8 - durations[0])) < 1e-9, lab.left()
+    clock[0] = 3.0                                  # halfway through the second arm
+    assert abs(sim.left() - (2 * 2.0 - 1.0 + 6)) < 1e-9, sim.left()
+    assert "(~0:10 left)" in sim.stream.getvalue().splitlines()[-1]
+    for p in (sim, lab):
+        p.arm_done()
+        p.arm_done()
+        p.phase("analysis and plots", 6)
+    clock[0] = 5.0
+    assert abs(sim.left() - 4.0) < 1e-9 and 0.0 < sim.fraction() <= 1.0
