@@ -434,6 +434,16 @@ TNA_NOT_BUILT = ("the Tofino program has not been compiled yet (no p4src/build/t
                  "p4src/build/tofino/")
 
 
+#: The way out when p4src/ changed on a machine without bf-p4c: a stale
+#: Tofino P4Info would mislead the controller, so it goes until a machine
+#: with bf-p4c remakes it.
+TNA_STALE_WITHOUT_BF_P4C = (
+    "bf-p4c is not on this machine, so the Tofino P4Info cannot be remade here: either build "
+    "it (docs/tofino.md 'Building bf-p4c from source') and run `make p4-tna`, or `git rm -r "
+    "p4src/build/tofino` and say so in the commit (the Tofino P4Info tests then skip, naming "
+    "make p4-tna) until a machine with bf-p4c runs `make p4-tna`")
+
+
 def tna_fresh() -> list[str]:
     """Problems with the committed Tofino P4Info (no compiler needed);
     none while it was never compiled (see TNA_NOT_BUILT)."""
@@ -478,6 +488,8 @@ def tna_check(args: argparse.Namespace) -> int:
     if problems:
         for q in problems:
             print(f"stale: {q}", file=sys.stderr)
+        if not find_bf_p4c():
+            print(TNA_STALE_WITHOUT_BF_P4C, file=sys.stderr)
         failed = True
     elif not TNA_STAMP.exists():
         print(f"SKIPPED tofino P4Info freshness: {TNA_NOT_BUILT}")
