@@ -99,7 +99,7 @@ class Progress:
             if self._arms_done == 0:
                 return None
             mean = self._arms_time / self._arms_done
-            in_arm = now - (self._arm_start if self._arm_start is not None else now)
+            in_arm = now - self._arm_start if self._arm_start is not None else 0.0
             return max(0.0, (self.arms - self._arms_done) * mean - in_arm) + self.tail_s
         in_phase = min(now - self._phase_start, self._phase_planned)
         return max(0.0, self.total_planned_s - self._done_planned - in_phase)
@@ -122,9 +122,10 @@ class Progress:
         self._last_draw = now
         left = self.left()
         left_text = fmt_secs(left) if left is not None else "after the first arm"
-        filled = int(self.fraction() * self.width)
+        done = self.fraction()
+        filled = int(done * self.width)
         bar = "#" * filled + "-" * (self.width - filled)
-        line = (f"\r[{bar}] {self.fraction() * 100:3.0f}%  {self._phase:<28.28}"
+        line = (f"\r[{bar}] {done * 100:3.0f}%  {self._phase:<28.28}"
                 f" elapsed {fmt_secs(now - self._start)}  left {left_text} ")
         self.stream.write(line)
         self.stream.flush()
