@@ -85,8 +85,20 @@ impl Hot {
     fn copy_args<'s>(&self, args: &mut Vec<u128>, spill: impl FnOnce() -> Option<&'s [u128]>) {
         if self.nargs == SPILLED {
             copy_args(args, spill().unwrap_or(&[]));
-        } else {
-            copy_args(args, &self.args[..self.nargs as usize]);
+            return;
+        }
+        // All HOT_ARGS values copied as one fixed-size block, the length
+        // then set to the ones that count: a copy of a variable count was
+        // a loop (or a memcpy call) per lookup, 2.6 M of them in 0.5
+        // simulated s of a 10 Gb/s dumbbell.
+        let len = args.len();
+        args.reserve(HOT_ARGS);
+        // SAFETY: `reserve` made room for HOT_ARGS values after `len`; all
+        // of them are written (u128 is Copy, nothing is dropped), and the
+        // length grows only by the `nargs` ≤ HOT_ARGS that `split` set.
+        unsafe {
+            std::ptr::copy_nonoverlapping(&self.args, args.as_mut_ptr().add(len) as *mut [u128; HOT_ARGS], 1);
+            args.set_len(len + self.nargs as usize);
         }
     }
 }
@@ -941,6 +953,28 @@ mod tests {
 
     fn scan(def: &TableDef, slab: &[Option<Entry>], ordered: &[usize], k: &[u128]) -> Option<usize> {
         ordered.iter().copied().find(|&i| slab[i].as_ref().is_some_and(|e| fm_matches(def, &e.fm, k)))
+    }
+
+    /// An action's data reaches the lookup's `args` whole and appended,
+    /// from the hot copy (up to HOT_ARGS values) or the spilled one, with
+    /// nothing of another entry's left past its end.
+    #[test]
+    fn action_data_of_every_width_is_appended_exactly() {
+        for n in 0..=HOT_ARGS + 2 {
+            let data: Vec<u128> = (0..n as u128).map(|i| 0x1000 + i).collect();
+            let (hot, spilled) = Hot::split(7, data.clone().into_boxed_slice());
+            assert_eq!(hot.action, 7);
+            for before in [vec![], vec![99u128], vec![98, 99, 97, 96]] {
+                let mut args = before.clone();
+                args.reserve(8);
+                // Stale values past the end, as a reused vector holds them.
+                args.extend_from_slice(&[0xdead; 8]);
+                args.truncate(before.len());
+                hot.copy_args(&mut args, || Some(&spilled[..]));
+                let want: Vec<u128> = before.iter().chain(&data).copied().collect();
+                assert_eq!(args, want, "{n} values after {before:?}");
+            }
+        }
     }
 
     /// An exact table's fields side by side in one value: each pair of
