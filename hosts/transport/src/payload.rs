@@ -1,19 +1,18 @@
 //! Seeded payload: word `i` (bytes `8i..8i+8`, little-endian) of a flow
 //! is `splitmix64(seed ^ (i / 1024)·φ) + (i mod 1024)·K`, with φ =
-//! 2⁶⁴/golden ratio and K odd. Sender and receiver compute it independently, so every
-//! delivered byte is verified at its offset without storing or hashing the
-//! flow.
+//! 2⁶⁴/golden ratio and K odd. Sender and receiver compute it
+//! independently, so every delivered byte is verified at its offset
+//! without storing or hashing the flow.
 //!
 //! One hash per 1024 words (8 KiB) and an add per word: hashing every
 //! word was a fifth of the simulator's instructions at 10 Gb/s, spent twice
-//! per byte (fill and check). The words of a block are written and checked
-//! as one vectorised run, so each block a datagram touches costs a run's
-//! set-up: blocks of 64 words cut a 1336-byte payload into three or four
-//! runs, a third of its fill and check (callgrind, 10 Gb/s dumbbell);
-//! blocks of 1024 into one or two. Detection is no weaker for what a
-//! transport gets wrong: within a block the words differ (K odd, offsets
-//! < 1024), and bytes from another block or flow match by chance with odds
-//! of 2⁻⁶⁴ per word.
+//! per byte (fill and check). Each block a datagram touches is a run of
+//! words with its own set-up: blocks of 64 words cut a 1336-byte payload
+//! into three or four runs, blocks of 1024 into one or two, and the check
+//! costs a quarter less (callgrind, 10 Gb/s dumbbell). Detection is no
+//! weaker for what a transport gets wrong: within a block the words differ
+//! (K odd, offsets < 1024), and bytes from another block or flow match by
+//! chance with odds of 2⁻⁶⁴ per word.
 
 #[inline]
 pub fn splitmix64(mut z: u64) -> u64 {
