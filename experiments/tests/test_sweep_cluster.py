@@ -7,6 +7,7 @@ Marked slow: 30–60 s here (two Ray nodes start, two sweeps run), more on
 a loaded machine."""
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -23,9 +24,13 @@ from sweeputil import CHEAP, attempts, point_meta  # noqa: E402
 
 pytestmark = pytest.mark.slow
 RAY = Path(sys.executable).parent / "ray"
-#: Ray's token authentication, as its head enables by default: every node and
-#: the driver present the token the head wrote (~/.ray/auth_token).
-RAY_ENV = {"RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0"}
+#: Ray's token authentication, on as docs/sweeps.md tells a cluster's user
+#: to run it: every node and the driver present the same token. It is given
+#: to each of them here (RAY_AUTH_TOKEN), not left in ~/.ray/auth_token: a
+#: head wrote that file itself before Ray 2.60, and from 2.60 `ray start
+#: --head` with token mode on and no token exits 1 (a fresh machine's CI).
+RAY_ENV = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),
+           "RAY_USAGE_STATS_ENABLED": "0"}
 ROOT = Path(__file__).resolve().parents[2]
 
 
