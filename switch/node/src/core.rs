@@ -295,7 +295,12 @@ impl SwitchCore {
     pub fn advance_all(&mut self, t: u64) -> bool {
         let mut any = false;
         for i in 0..self.ports.len() {
-            any |= self.advance(i, t);
+            // The idle ports skipped here, without a call: `advance` is too
+            // large to inline, and its entry alone was 1.4 % of a fabric's
+            // instructions, a leaf waking all of its ports for one.
+            if self.next_at[i] <= t {
+                any |= self.advance(i, t);
+            }
         }
         any
     }
