@@ -115,67 +115,65 @@ pub struct ThroughputSeries {
     pub bin_ns: u64,
     /// Every bin but the open one.
     bins: BTreeMap<u64, u64>,
-    /// The bin the last `add` went to, (bin, bytes), kept apart from `bins`
-    /// with its span in unix ns, `[open_lo, open_hi)`: a sender adds every
-    /// ACK's bytes, nearly always to the bin of the one before, and a map
-    /// insert with a division each time was a hundred and sixty
+    /// The bin the last `add` went to, kept apart from `bins`: a sender
+    /// adds every ACK's bytes, nearly always to the bin of the one before,
+    /// and a map insert with a division each time was a hundred and sixty
     /// instructions an ACK in the simulator.
-    open: Option<(u64, u64)>,
-    open_lo: u64,
-    open_hi: u64,
+    open: Option<OpenBin>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct OpenBin {
+    bin: u64,
+    bytes: u64,
+    /// Its span in unix ns, `[lo, hi)`: an add is in it without a division.
+    lo: u64,
+    hi: u64,
 }
 
 impl ThroughputSeries {
     pub fn new(bin_ns: u64) -> Self {
-        ThroughputSeries { bin_ns: bin_ns.max(1), bins: BTreeMap::new(), open: None, open_lo: 0, open_hi: 0 }
+        ThroughputSeries { bin_ns: bin_ns.max(1), bins: BTreeMap::new(), open: None }
     }
     #[inline]
     pub fn add(&mut self, unix_ns: u64, bytes: u64) {
         match &mut self.open {
-            Some((_, b)) if (self.open_lo..self.open_hi).contains(&unix_ns) => *b += bytes,
+            Some(o) if (o.lo..o.hi).contains(&unix_ns) => o.bytes += bytes,
             _ => self.reopen(unix_ns, bytes),
         }
     }
     /// Moves the open bin into the map and opens `unix_ns`'s with what it
     /// already held plus `bytes`.
     fn reopen(&mut self, unix_ns: u64, bytes: u64) {
-        if let Some((bin, b)) = self.open.take() {
-            self.bins.insert(bin, b);
+        if let Some(o) = self.open.take() {
+            self.bins.insert(o.bin, o.bytes);
         }
         let bin = unix_ns / self.bin_ns;
+        let lo = bin * self.bin_ns;
         let had = self.bins.remove(&bin).unwrap_or(0);
-        self.open = Some((bin, had + bytes));
-        self.open_lo = bin * self.bin_ns;
-        self.open_hi = self.open_lo.saturating_add(self.bin_ns);
+        self.open = Some(OpenBin { bin, bytes: had + bytes, lo, hi: lo.saturating_add(self.bin_ns) });
     }
     /// Marks a bin as present (zero bytes) so series cover the flow's life.
     pub fn touch(&mut self, unix_ns: u64) {
         let bin = unix_ns / self.bin_ns;
-        if self.open.map(|(o, _)| o) != Some(bin) {
+        if self.open.map(|o| o.bin) != Some(bin) {
             self.bins.entry(bin).or_insert(0);
         }
     }
     pub fn total(&self) -> u64 {
-        self.bins.values().sum::<u64>() + self.open.map_or(0, |(_, b)| b)
+        self.bins.values().sum::<u64>() + self.open.map_or(0, |o| o.bytes)
     }
     /// (bin start unix ns, bytes) for every bin from the first to the last,
     /// zero-filled.
     pub fn rows(&self) -> Vec<(u64, u64)> {
-        let ends = |m: Option<u64>, o: Option<u64>, pick: fn(u64, u64) -> u64| match (m, o) {
-            (Some(a), Some(b)) => Some(pick(a, b)),
-            (a, b) => a.or(b),
-        };
-        let open = self.open.map(|(o, _)| o);
-        let first = ends(self.bins.keys().next().copied(), open, u64::min);
-        let last = ends(self.bins.keys().next_back().copied(), open, u64::max);
-        let (Some(first), Some(last)) = (first, last) else {
+        let mut bins = self.bins.clone();
+        if let Some(o) = self.open {
+            bins.insert(o.bin, o.bytes);
+        }
+        let (Some((&first, _)), Some((&last, _))) = (bins.iter().next(), bins.iter().next_back()) else {
             return vec![];
         };
-        let get = |b: u64| match self.open {
-            Some((o, bytes)) if o == b => bytes,
-            _ => self.bins.get(&b).copied().unwrap_or(0),
-        };
-        (first..=last).map(|b| (b * self.bin_ns, get(b))).collect()
+        (first..=last).map(|b| (b * self.bin_ns, bins.get(&b).copied().unwrap_or(0))).collect()
     }
 }
 
