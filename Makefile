@@ -13,7 +13,7 @@ RETRY_VOID ?= 2
 ARGS ?=
 
 .PHONY: all setup build run test test-unit test-rust test-python test-ptf \
-        test-integration p4 p4-check p4-tna p4-tna-check ptf bench clean help mininet
+        test-integration p4 p4-check p4-tna p4-tna-check ptf bench sim-pgo clean help mininet
 
 all: help
 
@@ -26,6 +26,7 @@ help:
 	@echo "make p4-tna       compile p4src/tna/ with bf-p4c for tofino and tofino2 (docs/tofino.md)"
 	@echo "make ptf [TARGET=embedded|bmv2|tofino]  the PTF data-plane suite (default: every target present)"
 	@echo "make bench        benchmarks that print figures (switch, hosts, simulator, sweeps)"
+	@echo "make sim-pgo      rebuild the simulator profile-guided (needs rustc's llvm-profdata)"
 	@echo "make clean        remove anything a killed run left behind (netns, links, processes)"
 
 setup:
@@ -66,6 +67,11 @@ ptf: setup
 	else \
 	  $(PY) ptf-tests/run.py --target $(TARGET) --skip-if-absent; \
 	fi
+
+# A profile-guided build of the simulator (docs/simulator.md); `make setup`
+# keeps using its profile until sim/target/pgo is removed.
+sim-pgo: setup
+	@bash scripts/sim-pgo.sh
 
 bench: setup
 	P4CC_PYTHON=$(PWD)/$(PY) bash switch/bench/bench.sh

@@ -29,6 +29,10 @@ GRACE_S = 15.0
 READY_TIMEOUT_S = 60.0
 
 
+#: How long a simulator that is done (or told so) gets to exit by itself.
+EXIT_WAIT_S = 5.0
+
+
 def find_sim() -> Path:
     env = os.environ.get("P4CC_SIM_BIN")
     built = Path(env) if env else ROOT / "sim/target/release/p4cc-sim"
@@ -77,9 +81,24 @@ class SimProcess:
                 return ev
 
     def close(self) -> None:
+        # After "done" the simulator exits by itself within moments, and a
+        # profiling build (make sim-pgo) writes its profile only then; the
+        # closed command channel ends one that is still waiting. Killed
+        # only when it does neither in time.
+        killed = False
         if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=EXIT_WAIT_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                killed = True
+        why = f" (killed: still running {EXIT_WAIT_S:.0f} s after its end)" if killed else ""
+        self.log.write(f"[executor] p4cc-sim exited with {self.proc.returncode}{why}\n".encode())
         self.log.close()
 
 

@@ -40,6 +40,11 @@ def test_same_plan_same_seed_byte_identical(tmp_path, sim_bin):
     fa, fb = arm_files(tmp_path / "a"), arm_files(tmp_path / "b")
     assert fa.keys() == fb.keys() and len(fa) >= 10, sorted(fa)
     assert [k for k in fa if fa[k] != fb[k]] == []
+    # each simulator ended by itself once done (a profiling build writes
+    # its profile only then: make sim-pgo), not killed
+    logs = sorted((tmp_path / "a").glob("*/logs/sim.log"))
+    assert logs and all(p.read_text().rstrip().endswith("p4cc-sim exited with 0") for p in logs), \
+        [p.read_text()[-200:] for p in logs]
     # and it is a real run: DCTCP's queue near K at full utilisation
     s = json.loads((tmp_path / "a" / "summary.json").read_text())["summary"]["user-dctcp"]
     assert s["utilisation"] > 0.95 and abs(s["queue_median_pkts"] - 20) <= 5, s

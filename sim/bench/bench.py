@@ -76,7 +76,7 @@ def p4cc_run(rate: str, out: Path, binary: str | None = None) -> dict:
     s = json.loads((out / "summary.json").read_text())["summary"]["user-dctcp"]
     return {"simulator": "p4cc-sim", "rate": rate, "sim_s": done["sim_s"], "wall_s": done["wall_s"],
             "cpu_s": done.get("cpu_s"), "run_cpu_s": done.get("run_cpu_s"), "events": done["events"],
-            "maxrss_kb": done.get("maxrss_kb"),
+            "maxrss_kb": done.get("maxrss_kb"), "pgo": done.get("pgo"),
             "queue_median_pkts": s["queue_median_pkts"], "queue_p95_pkts": s["queue_p95_pkts"],
             "utilisation": s["utilisation"]}
 
@@ -206,7 +206,12 @@ def print_row(rate: str, who: str, d: dict) -> None:
           f"{d['queue_median_pkts']:6.0f} {d['queue_p95_pkts']:6.0f} {d['utilisation']:6.3f}")
     if d.get("run_cpu_s") and d.get("cpu_s"):
         print(f"{'':>5} {'':>8} (the whole process, with loading, programming and writing results: "
-              f"{d['cpu_s']:.2f} CPU s)")
+              f"{d['cpu_s']:.2f} CPU s; {build_of(d)})")
+
+
+def build_of(d: dict) -> str:
+    """How the p4cc-sim that gave ``d`` was built (its "done" event)."""
+    return "profile-guided build, make sim-pgo" if d.get("pgo") else "plain release build"
 
 
 def cpu_model() -> str:

@@ -45,7 +45,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import cpu_model, loadavg  # sim/bench/bench.py; it also puts experiments/ on the path
+from bench import build_of, cpu_model, loadavg  # sim/bench/bench.py; it also puts experiments/ on the path
 from p4cc_exp import series, slowdown
 from p4cc_exp.registry import get
 from p4cc_exp.runner import make_plan, run
@@ -110,7 +110,7 @@ def p4cc_run(scenario: str, out: Path) -> tuple[dict, ArmPlan]:
     senders = [a for a in done["agents"] if a["role"] == "sender"]
     return {"simulator": "p4cc-sim", "events": done["events"], "sim_s": done["sim_s"],
             "wall_s": done["wall_s"], "cpu_s": done["cpu_s"], "run_cpu_s": done["run_cpu_s"],
-            "maxrss_kb": done["maxrss_kb"], "flows": sum(a["flows_started"] for a in senders),
+            "maxrss_kb": done["maxrss_kb"], "pgo": done.get("pgo"), "flows": sum(a["flows_started"] for a in senders),
             "flows_done": sum(a["flows_complete"] for a in senders)}, arm
 
 
@@ -247,6 +247,8 @@ def print_row(sc: str, who: str, d: dict) -> None:
     peak = f"{d['maxrss_kb'] / 1024:7.1f}" if d.get("maxrss_kb") else f"{'-':>7}"
     print(f"{sc:>15} {who:>5} {ev} {d['sim_s']:8.4f} {d['wall_s']:7.2f} {d['cpu_s']:7.2f} {loop} "
           f"{peak} {d['flows_done']:>7}/{d['flows']}", flush=True)
+    if who == "p4cc":
+        print(f"{'':>15} {'':>5} ({build_of(d)})")
 
 
 def one_round(scenarios: list[str], binary: Path | None, htsim: Path | None) -> dict[str, tuple]:

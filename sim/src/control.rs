@@ -8,7 +8,7 @@
 //!   → {"event": "progress", "sim_s", "until_s", "events", "events_per_s", "wall_s"}  (about 1/s)
 //!   → {"event": "paused", "sim_s": 2.0, "unix_ns": N, "busy_ns": {switch: {port: ns}}}
 //!   ← {"cmd": "finish", "grace_s": 15}
-//!   → {"event": "done", "complete": true, "sim_s", "events", "wall_s", "cpu_s", "run_cpu_s", "maxrss_kb", "agents", "hosts"}
+//!   → {"event": "done", "complete": true, "sim_s", "events", "wall_s", "cpu_s", "run_cpu_s", "maxrss_kb", "pgo", "agents", "hosts"}
 //!
 //! SIGINT or SIGTERM stop the run where it is; the results so far are
 //! written and "done" says `"complete": false`.
@@ -130,6 +130,8 @@ pub fn serve(mut world: World, input: impl BufRead, stop: Arc<AtomicBool>) -> Re
     done["cpu_s"] = cpu_seconds().into();
     done["run_cpu_s"] = run_cpu_s.into();
     done["maxrss_kb"] = maxrss_kb().into();
+    // (`make sim-pgo`'s build: a benchmark's figures depend on it)
+    done["pgo"] = cfg!(p4cc_pgo).into();
     emit(done);
     Ok(complete)
 }
