@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 export P4CC_PYTHON="${P4CC_PYTHON:-$PWD/.venv/bin/python}"
 PROFILE=sim/target/pgo/merged.profdata
 if [ -f "$PROFILE" ]; then
+  echo "  (profile-guided: with $PROFILE, recorded by make sim-pgo)"
   # (--cfg p4cc_pgo: the simulator says in its results that it was built so)
   export RUSTFLAGS="-Cprofile-use=$PWD/$PROFILE --cfg p4cc_pgo -Cllvm-args=-no-pgo-warn-mismatch"
 fi

@@ -78,11 +78,7 @@ log "building the embedded switch (switch/, release)"
 cargo build --release --quiet --manifest-path switch/Cargo.toml
 log "building the host agents (hosts/, release)"
 cargo build --release --quiet --manifest-path hosts/Cargo.toml
-if [ -f sim/target/pgo/merged.profdata ]; then
-  log "building the virtual-time simulator (sim/, release, with the profile of make sim-pgo)"
-else
-  log "building the virtual-time simulator (sim/, release)"
-fi
+log "building the virtual-time simulator (sim/, release)"
 bash scripts/build-sim.sh
 if [ -f hosts/bpf/Makefile ]; then
   log "building the BPF DCTCP"

@@ -15,10 +15,11 @@ die() { printf '[sim-pgo] error: %s\n' "$*" >&2; exit 1; }
 
 # llvm-profdata must read the format of rustc's LLVM: rustup's llvm-tools
 # first, then a Debian llvm-N of the same major version.
-major=$(rustc -vV | sed -n 's/^LLVM version: \([0-9]*\).*/\1/p')
+version=$(rustc -vV)
+major=$(sed -n 's/^LLVM version: \([0-9]*\).*/\1/p' <<<"$version")
 [ -n "$major" ] || die "cannot tell rustc's LLVM version (rustc -vV)"
 profdata=""
-for c in "$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin/llvm-profdata" \
+for c in "$(rustc --print sysroot)/lib/rustlib/$(sed -n 's/^host: //p' <<<"$version")/bin/llvm-profdata" \
          "$(command -v "llvm-profdata-$major" || true)" "/usr/lib/llvm-$major/bin/llvm-profdata" \
          "$(command -v llvm-profdata || true)"; do
   if [ -n "$c" ] && [ -x "$c" ] && "$c" --version 2>/dev/null | grep -q "LLVM version $major\."; then
