@@ -56,6 +56,13 @@ def test_dctcp_queue_small_from_an_unregistered_kernel(tmp_path, no_bpf_dctcp):
             else:
                 assert v["reason"].startswith("emulation lagged"), why
                 voided.append(f"{name}: {v['reason']}")
+    # The embedded switch gives its ports their delay itself: no link
+    # emulator relays its frames (that is bmv2's, test_bmv2_links.py).
+    for arm in ("kernel-dctcp", "user-dctcp"):
+        logs = tmp_path / "run" / arm / "logs"
+        ep = json.loads((logs / "switches.json").read_text())["endpoints"]["s1"]
+        assert ep["target"] == "embedded" and not ep["link_admin_addr"] and not ep["link_ports"], ep
+        assert not list(logs.glob("link-*.log")), sorted(p.name for p in logs.iterdir())
     assert report.exists() and (tmp_path / "run" / "queue_cdf.png").exists()
     assert (tmp_path / "run" / "params.json").exists() and (tmp_path / "run" / "plan.json").exists()
     if len(voided) == 6:
