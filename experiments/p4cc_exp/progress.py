@@ -77,12 +77,19 @@ class Progress:
         print(f"[p4cc] {message}", file=self.stream, flush=True)
         self.draw(force=True)
 
-    def simulated(self, sim_s: float, until_s: float, events_per_s: float, wall_s: float) -> None:
+    def simulated(self, sim_s: float, until_s: float, events_per_s: float, wall_s: float,
+                  finishing: bool = False) -> None:
         """Where a virtual-time run stands: simulated seconds done of the
-        arm's, event rate, and the wall time that is likely left."""
-        left = (until_s - sim_s) * wall_s / sim_s if sim_s > 0 else 0.0
-        line = (f"{self._phase}: simulated {sim_s:.3f} of {until_s:.3f} s, "
-                f"{events_per_s / 1e3:.0f}k events/s, ~{fmt_secs(left)} wall left")
+        arm's, event rate, and the wall time that is likely left. While
+        ``finishing`` (the flows still running after the schedule ends)
+        ``until_s`` is only a cap, so no wall time is extrapolated to it."""
+        if finishing:
+            line = (f"{self._phase}: simulated {sim_s:.3f} s, letting the flows still running "
+                    f"finish (until {until_s:.3f} s at most), {events_per_s / 1e3:.0f}k events/s")
+        else:
+            left = (until_s - sim_s) * wall_s / sim_s if sim_s > 0 else 0.0
+            line = (f"{self._phase}: simulated {sim_s:.3f} of {until_s:.3f} s, "
+                    f"{events_per_s / 1e3:.0f}k events/s, ~{fmt_secs(left)} wall left")
         if self.tty:
             self.stream.write("\r" + line[:110].ljust(110))
             self.stream.flush()

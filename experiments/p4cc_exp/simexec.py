@@ -74,7 +74,8 @@ class SimProcess:
         while True:
             ev = self.read()
             if ev.get("event") == "progress":
-                progress.simulated(ev["sim_s"], ev["until_s"], ev["events_per_s"], ev["wall_s"])
+                progress.simulated(ev["sim_s"], ev["until_s"], ev["events_per_s"], ev["wall_s"],
+                                   ev.get("finishing", False))
             elif ev.get("event") == kind:
                 return ev
             elif ev.get("event") == "done":

@@ -62,6 +62,19 @@ def test_progress_names_the_arm_being_simulated():
     assert last.startswith(f"[p4cc] {arm.label}: simulated 0.500 of 2.000 s"), last
 
 
+def test_progress_while_flows_finish_extrapolates_no_wall_time():
+    # After the schedule the run goes on until the senders are done, with
+    # a cap of seconds: a wall time extrapolated to the cap read hours.
+    import io
+    from p4cc_exp.progress import Progress
+    out = io.StringIO()
+    p = Progress(100, stream=out)
+    p.phase("HPCC, hadoop50", 10)
+    p.simulated(0.022, 15.016, 1.9e6, 60.0, True)
+    last = out.getvalue().strip().splitlines()[-1]
+    assert "finish (until 15.016 s at most)" in last and "wall left" not in last, last
+
+
 def test_a_different_seed_gives_a_different_run(tmp_path, sim_bin):
     # Random loss is what the seed steers (the switch's loss draws).
     over = ["duration=2", "warmup=0.3", "losses=0.02", "protocols=cubic"]

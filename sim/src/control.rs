@@ -5,7 +5,8 @@
 //!
 //!   → {"event": "ready", "switches": {name: endpoint}, "unix_base_ns": N}
 //!   ← {"cmd": "run", "until_s": 2.0}
-//!   → {"event": "progress", "sim_s", "until_s", "events", "events_per_s", "wall_s"}  (about 1/s)
+//!   → {"event": "progress", "sim_s", "until_s", "events", "events_per_s", "wall_s", "finishing"}  (about 1/s;
+//!     finishing: a "finish" runs until the senders are done, until_s is only its cap)
 //!   → {"event": "paused", "sim_s": 2.0, "unix_ns": N, "busy_ns": {switch: {port: ns}}}
 //!   ← {"cmd": "finish", "grace_s": 15}
 //!   → {"event": "done", "complete": true, "sim_s", "events", "wall_s", "cpu_s", "run_cpu_s", "maxrss_kb", "pgo", "agents", "hosts"}
@@ -97,7 +98,7 @@ pub fn serve(mut world: World, input: impl BufRead, stop: Arc<AtomicBool>) -> Re
                 emit(serde_json::json!({
                     "event": "progress", "sim_s": w.now as f64 / 1e9, "until_s": until_s,
                     "events": w.stats.events, "events_per_s": ((w.stats.events - last_events) as f64 / el).round(),
-                    "wall_s": started.elapsed().as_secs_f64(),
+                    "wall_s": started.elapsed().as_secs_f64(), "finishing": finishing,
                 }));
                 last_report = Instant::now();
                 last_events = w.stats.events;
