@@ -66,22 +66,80 @@ def workload_args(w: Workload, ip, me: str | None = None) -> list[str]:
     raise ValueError(f"unknown workload {w.kind!r}")
 
 
+def external_window(a: Agent) -> tuple[float, float]:
+    """When an external sender runs, in seconds from the run's start: its
+    long flow's window, or its one flow's start and the time it is given
+    to finish (workload 'single': ``start_s``, ``duration_s``)."""
+    w = a.workload
+    if w.kind == "single":
+        return w.start_s, w.start_s + w.duration_s
+    return w.flows[0].start_s, w.flows[0].stop_s
+
+
+#: Where a one-flow external sender's wrapper records the program's start,
+#: exit and exit status (``external_flow_row`` reads it).
+EXIT_FILE = "exit.txt"
+
+
+def payload_file(a: Agent, out: Path) -> Path:
+    """The file of the flow's size a one-flow external sender may send
+    (``{file}``); the executor writes it before the program starts."""
+    return out / f"payload-{a.workload.bytes}.bin"
+
+
 def external_command(a: Agent, ip, out: Path, delay_s: float = 0.0) -> list[str]:
     """An external agent's command line, its fields filled in, wrapped so
-    that a sender starts ``delay_s`` from now (its flow window's start) and
-    is stopped (SIGTERM, then SIGKILL 2 s later) when the window ends."""
-    f = a.workload.flows[0] if a.role == "sender" else None
-    fields = {"dst": ip(f.dst) if f else "", "self": ip(a.host),
-              "start": _num(f.start_s) if f else "0", "stop": _num(f.stop_s) if f else "",
-              "duration": _num(f.stop_s - f.start_s) if f else "",
-              "rate_mbps": _num((a.line_rate_bps or 0) / 1e6), "out": str(out)}
+    that a sender starts ``delay_s`` from now (its window's start) and is
+    stopped (SIGTERM, then SIGKILL 2 s later) when the window ends. A
+    one-flow sender's wrapper also records when the program started and
+    exited, and how (``EXIT_FILE``): its flow completion time."""
+    sender = a.role == "sender"
+    single = sender and a.workload.kind == "single"
+    start, stop = external_window(a) if sender else (0.0, 0.0)
+    dst = (a.workload.dsts[0] if single else a.workload.flows[0].dst) if sender else None
+    fields = {"dst": ip(dst) if dst else "", "self": ip(a.host),
+              "start": _num(start), "stop": _num(stop) if sender else "",
+              "duration": _num(stop - start) if sender else "",
+              "rate_mbps": _num((a.line_rate_bps or 0) / 1e6), "out": str(out),
+              "size": str(a.workload.bytes) if single else "",
+              "file": str(payload_file(a, out)) if single else ""}
     argv = [c.format(**fields) for c in a.command]
-    if f is None:
+    if not sender:
         return argv
+    if single:
+        # The shell stays to stamp the exit: the time a flow took is the
+        # program's own, from exec to exit, read from the same clock as
+        # the switch's counters.
+        return ["sh", "-c", 'sleep "$0"; o="$1"; d="$2"; shift 2; s=$(date +%s%N); '
+                'timeout -k 2 "$d" "$@"; r=$?; echo "$s $(date +%s%N) $r" > "$o"; exit $r',
+                _num(max(0.0, delay_s)), str(out / EXIT_FILE), _num(stop - start), *argv]
     # The shell waits, then becomes `timeout`, which runs the program: no
     # process of ours stays between p4cc and it.
     return ["sh", "-c", 'sleep "$0"; d="$1"; shift; exec timeout -k 2 "$d" "$@"',
-            _num(max(0.0, delay_s)), _num(f.stop_s - f.start_s), *argv]
+            _num(max(0.0, delay_s)), _num(stop - start), *argv]
+
+
+def external_flow_row(a: Agent, ip, out: Path) -> dict:
+    """The flows.csv row of a one-flow external sender from what its
+    wrapper recorded: complete when the program exited with status 0
+    within its time. What only the program knows (bytes acknowledged,
+    retransmissions, RTTs) is left empty, not guessed."""
+    row = {"flow_id": a.flow_id_base, "workload": "single", "round": 0, "datapath": "external",
+           "cc": "", "src": ip(a.host), "dst": ip(a.workload.dsts[0]),
+           "size_bytes": a.workload.bytes, "start_unix_ns": "", "end_unix_ns": "", "fct_ns": "",
+           "status": "unfinished", "reason": "the program never exited (stopped with the run)"}
+    try:
+        s, e, rc = (int(x) for x in (out / EXIT_FILE).read_text().split())
+    except (OSError, ValueError):
+        return row
+    row.update(start_unix_ns=s, end_unix_ns=e)
+    if rc == 0:
+        row.update(status="complete", reason="", fct_ns=e - s)
+    elif rc in (124, 137):
+        row.update(status="timeout", reason=f"still running after its {_num(a.workload.duration_s)} s")
+    else:
+        row.update(status="failed", reason=f"exit status {rc}")
+    return row
 
 
 def command(a: Agent, ip, out: Path, start_unix_ns: int, rt_prio: int | None = None) -> list[str]:

@@ -8,6 +8,7 @@ import shlex
 from dataclasses import replace
 
 from p4cc_topo import Topology
+from .arrivals import poisson_starts
 from .params import Param, str_list
 from p4cc_topo.plan import (Agent, ArmPlan, FlowWindow, Measure, PortRef, Workload,
                             collector_agent, switch_configs)
@@ -171,9 +172,12 @@ def is_external(cc: str) -> bool:
     return cc == EXTERNAL or cc in REFERENCES
 
 
-def external_commands(cc: str, p: dict) -> tuple[tuple[str, ...], tuple[str, ...], str]:
+def external_commands(cc: str, p: dict, one_flow: bool = False
+                      ) -> tuple[tuple[str, ...], tuple[str, ...], str]:
     """(sender argv, receiver argv, label) of an external arm; SkipArm
-    when what it needs is not given."""
+    when what it needs is not given. ``one_flow``: the arm's senders each
+    send one flow of a size and exit, so a reference is the program its
+    ``_FLOW`` variables name (a file sender, beside the long-flow one)."""
     if cc == EXTERNAL:
         snd, rcv = p.get("sender_cmd") or "", p.get("receiver_cmd") or ""
         if not snd:
@@ -181,6 +185,8 @@ def external_commands(cc: str, p: dict) -> tuple[tuple[str, ...], tuple[str, ...
                              "(and receiver_cmd= for a receiver of its own)")
         return tuple(shlex.split(snd)), tuple(shlex.split(rcv)), f"external: {snd}"
     s_var, r_vars, label = REFERENCES[cc]
+    if one_flow:
+        s_var, r_vars = f"{s_var}_FLOW", (f"{s_var}_FLOW_RECEIVER",)
     snd = os.environ.get(s_var, "")
     rcv = next((os.environ[v] for v in r_vars if os.environ.get(v)), "")
     if not snd or not rcv:
@@ -204,6 +210,31 @@ def external_flows(flows, sender_cmd, receiver_cmd,
         agents.append(Agent(h, "sender", datapath="external", command=tuple(sender_cmd),
                             workload=Workload("long", flows=(FlowWindow(dst, start, stop),)),
                             flow_id_base=i + 1, line_rate_bps=line_rate_bps))
+    return agents
+
+
+def external_poisson_flows(senders: list[str], dst: str, sender_cmd, receiver_cmd, load: float,
+                           link_bps: float, size: int, flows: int, arrivals_s: float,
+                           run_s: float, seed: int) -> list[Agent]:
+    """Flows of ``size`` bytes from each of ``senders`` to ``dst``, each
+    one run of the external sender program, given until ``run_s`` to
+    finish, with the receiver program on ``dst``: the arrivals, flow ids
+    and seeds ``defs.fct.poisson_senders`` gives p4cc's senders (each an
+    equal share of ``load``, at most ``flows`` in all, none after
+    ``arrivals_s``), so both meet the same workload. Each flow has its
+    folder (and log)."""
+    n = len(senders)
+    agents = [Agent(dst, "receiver", datapath="external", command=tuple(receiver_cmd))] \
+        if receiver_cmd else []
+    for i, h in enumerate(senders):
+        starts = poisson_starts(seed * 1000 + i, load / n, link_bps, size, max(1, flows // n),
+                                arrivals_s)
+        for k, t in enumerate(x for x in starts if x < run_s):
+            agents.append(Agent(h, "sender", datapath="external", command=tuple(sender_cmd),
+                                workload=Workload("single", dsts=(dst,), bytes=size, start_s=t,
+                                                  duration_s=run_s - t),
+                                flow_id_base=1 + i * 1_000_000 + k, out=f"{h}-{k + 1}",
+                                line_rate_bps=int(link_bps)))
     return agents
 
 

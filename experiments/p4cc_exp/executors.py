@@ -16,6 +16,7 @@ executor is simexec's; both take their steps from arm_steps.
 """
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -34,7 +35,8 @@ from p4cc_topo.targets import (TargetCapabilityError, TargetUnavailable, find_bm
 from p4cc_topo.wakeup import KeepCpusAwake
 
 from . import bmv2_capacity
-from .agents import command, external_command, kernel_ecn_sysctl
+from .agents import (command, external_command, external_flow_row, external_window,
+                     kernel_ecn_sysctl, payload_file)
 from .arm_steps import ExecutorError, apply_event, read_ports, schedule
 from .fidelity import RunMonitor, judge_arm
 from .programs import library_note, missing_program
@@ -205,11 +207,19 @@ class NamespaceLab:
                 # The user's program: started (a sender at its window's
                 # start) and stopped on the plan's schedule; its output is
                 # kept in logs/.
-                (outdir / a.folder).mkdir(parents=True, exist_ok=True)
+                # Run in its own folder: what it writes to its working
+                # directory stays with the arm's results.
+                folder = outdir / a.folder
+                folder.mkdir(parents=True, exist_ok=True)
+                sender = a.role == "sender"
+                if sender and a.workload.kind == "single":
+                    payload = payload_file(a, folder)
+                    with open(payload, "wb") as f:
+                        f.truncate(a.workload.bytes)  # zeros, and no disk
                 delay = (start_ns - time.time_ns()) / 1e9 + (
-                    a.workload.flows[0].start_s if a.role == "sender" else 0.0)
-                return net.popen(a.host, external_command(a, net.ip, outdir / a.folder, delay),
-                                 log=log)
+                    external_window(a)[0] if sender else 0.0)
+                return net.popen(a.host, external_command(a, net.ip, folder, delay),
+                                 log=log, cwd=str(folder))
             cmd = command(a, net.ip, outdir / a.folder, start_ns,
                           self._realtime.agent_prio if self._realtime else None)
             return net.popen(a.host, [agent, *cmd], log=log)
@@ -249,6 +259,7 @@ class NamespaceLab:
             except subprocess.TimeoutExpired:
                 pass
         terminate(waiting, timeout=10)  # SIGTERM: they flush their logs
+        write_external_flows(arm, net.ip, outdir)
         measure = {"t0_unix_ns": t0, "reads": reads,
                    "window_s": (reads["end"]["unix_ns"] - reads["start"]["unix_ns"]) / 1e9}
         (outdir / "measure.json").write_text(json.dumps(measure, indent=1) + "\n")
@@ -257,6 +268,20 @@ class NamespaceLab:
         fid = judge_arm(monitor.record, arm, self.target, keepup)
         (outdir / "fidelity.json").write_text(json.dumps(fid, indent=1) + "\n")
         return {"target": self.target, "fidelity": fid}
+
+
+def write_external_flows(arm, ip, outdir: Path) -> None:
+    """flows.csv of each one-flow external sender, from its wrapper's
+    record: the analyses read the program's flow as they read p4cc's. The
+    payload it was given goes (it is only zeros)."""
+    for a in arm.senders():
+        if a.datapath == "external" and a.workload.kind == "single":
+            payload_file(a, outdir / a.folder).unlink(missing_ok=True)
+            row = external_flow_row(a, ip, outdir / a.folder)
+            with open(outdir / a.folder / "flows.csv", "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=list(row))
+                w.writeheader()
+                w.writerow(row)
 
 
 def missing_programs(plan: Plan) -> str | None:

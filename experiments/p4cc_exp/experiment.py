@@ -40,6 +40,10 @@ class Experiment:
     #: compares an implementation with the kernel's, and virtual time has no
     #: kernel): `--target sim` and `--scale paper` are refused with this.
     real_time_only: str | None = None
+    #: Whether an external arm's senders each send one flow of a size and
+    #: exit (a file sender), not a long flow over a window: references are
+    #: then the programs the ``_FLOW`` variables name (blocks.external_commands).
+    one_flow_senders: bool = False
 
     #: What `p4cc sweep`'s report plots (sweepreport.py); none: every
     #: numeric summary value that varies across the sweep's points.
@@ -76,7 +80,7 @@ class Experiment:
         for cc in p.get("protocols") or []:
             if is_external(cc):
                 try:
-                    external_commands(cc, p)
+                    external_commands(cc, p, self.one_flow_senders)
                 except SkipArm as e:
                     out.append(str(e))
         return out

@@ -46,7 +46,9 @@ COLLECTOR_UDP_PORT = 9999
 
 DATAPATHS = ("user", "kernel", "external")
 #: What an external agent's command may name (agents.external_command fills them).
-EXTERNAL_FIELDS = ("dst", "self", "start", "stop", "duration", "rate_mbps", "out")
+EXTERNAL_FIELDS = ("dst", "self", "start", "stop", "duration", "rate_mbps", "out", "size", "file")
+#: Fields only a one-flow external sender (workload "single") has.
+SINGLE_FLOW_FIELDS = ("size", "file")
 #: "feed" is a collector that also returns each transport data packet's
 #: postcard to its sender (postcard-fed oracle TIMELY).
 ROLES = ("sender", "receiver", "collector", "feed")
@@ -409,7 +411,9 @@ class Agent:
     nic_rate_bps: int | None = None
     #: an external agent's command line (argv); ``{dst}``, ``{self}`` (IP
     #: addresses), ``{start}``, ``{stop}``, ``{duration}`` (s), ``{rate_mbps}``
-    #: and ``{out}`` (its folder) are filled in
+    #: and ``{out}`` (its folder, also its working directory) are filled in,
+    #: and for a one-flow sender ``{size}`` (bytes) and ``{file}`` (a file of
+    #: that many bytes)
     command: tuple[str, ...] = ()
 
     @property
@@ -431,10 +435,23 @@ class Agent:
             if bad:
                 _fail(f"{where}.command", f"{c!r} names {{{bad[0]}}} (known: "
                       + ", ".join("{" + f + "}" for f in EXTERNAL_FIELDS) + ")")
-        if self.role == "sender" and (self.workload is None or self.workload.kind != "long"
-                                      or len(self.workload.flows) != 1):
+            if self.role != "sender" or self.workload is None or self.workload.kind != "single":
+                own = [n for n in names if n in SINGLE_FLOW_FIELDS]
+                if own:
+                    _fail(f"{where}.command", f"{c!r} names {{{own[0]}}}, which only a one-flow "
+                          "sender (workload 'single') has")
+        if self.role != "sender":
+            return
+        w = self.workload
+        if w is not None and w.kind == "single":
+            _num(w.start_s, f"{where}.workload.start_s", 0)
+            _num(w.duration_s, f"{where}.workload.duration_s", positive=True)
+            return
+        if w is None or w.kind != "long" or len(w.flows) != 1:
             _fail(f"{where}.workload", "an external sender runs one long flow window "
-                  "(workload 'long' with one flow): p4cc starts it then and stops it after")
+                  "(workload 'long' with one flow: p4cc starts it then and stops it after) or "
+                  "one flow of a size (workload 'single' with start_s and duration_s: p4cc "
+                  "starts it then, times it to its exit and stops it after duration_s)")
 
     def check(self, where: str, hosts) -> None:
         if self.host not in hosts:
@@ -575,6 +592,14 @@ class ArmPlan:
             sw.check()
         for i, a in enumerate(self.agents):
             a.check(f"{where}.agents[{i}]", topo.hosts)
+        # A one-flow external sender's folder holds its exit record and
+        # flows.csv: two sharing one would lose a flow.
+        folders = [a.folder for a in self.agents]
+        for i, a in enumerate(self.agents):
+            if a.datapath == "external" and a.role == "sender" and a.workload.kind == "single" \
+                    and folders.count(a.folder) > 1:
+                _fail(f"{where}.agents[{i}].out", f"folder {a.folder!r} is another agent's too: "
+                      "give each one-flow external sender its own")
         for r in self.measure.ports + ((self.measure.queue,) if self.measure.queue else ()):
             if r.switch not in self.switches or r.port not in self.switches[r.switch].ports:
                 _fail(f"{where}.measure", f"{r.key()} is not a switch port")
