@@ -93,10 +93,9 @@ def external_command(a: Agent, ip, out: Path, delay_s: float = 0.0) -> list[str]
     stopped (SIGTERM, then SIGKILL 2 s later) when the window ends. A
     one-flow sender's wrapper also records when the program started and
     exited, and how (``EXIT_FILE``): its flow completion time."""
-    sender = a.role == "sender"
-    single = sender and a.workload.kind == "single"
+    sender, single = a.role == "sender", a.one_flow
     start, stop = external_window(a) if sender else (0.0, 0.0)
-    dst = (a.workload.dsts[0] if single else a.workload.flows[0].dst) if sender else None
+    dst = None if not sender else a.workload.dsts[0] if single else a.workload.flows[0].dst
     fields = {"dst": ip(dst) if dst else "", "self": ip(a.host),
               "start": _num(start), "stop": _num(stop) if sender else "",
               "duration": _num(stop - start) if sender else "",

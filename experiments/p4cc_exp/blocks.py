@@ -213,28 +213,28 @@ def external_flows(flows, sender_cmd, receiver_cmd,
     return agents
 
 
-def external_poisson_flows(senders: list[str], dst: str, sender_cmd, receiver_cmd, load: float,
-                           link_bps: float, size: int, flows: int, arrivals_s: float,
-                           run_s: float, seed: int) -> list[Agent]:
-    """Flows of ``size`` bytes from each of ``senders`` to ``dst``, each
-    one run of the external sender program, given until ``run_s`` to
-    finish, with the receiver program on ``dst``: the arrivals, flow ids
-    and seeds ``defs.fct.poisson_senders`` gives p4cc's senders (each an
-    equal share of ``load``, at most ``flows`` in all, none after
-    ``arrivals_s``), so both meet the same workload. Each flow has its
-    folder (and log)."""
-    n = len(senders)
-    agents = [Agent(dst, "receiver", datapath="external", command=tuple(receiver_cmd))] \
-        if receiver_cmd else []
-    for i, h in enumerate(senders):
-        starts = poisson_starts(seed * 1000 + i, load / n, link_bps, size, max(1, flows // n),
-                                arrivals_s)
+def external_runs(senders: list[Agent], sender_cmd, receiver_cmd, run_s: float) -> list[Agent]:
+    """The flows p4cc's Poisson senders ``senders`` would open (fixed
+    sizes), each one run of the external sender program at the same
+    arrival, with the same flow id, given until ``run_s`` to finish; the
+    receiver program on each destination. Each run has its own folder
+    (and log)."""
+    dsts = dict.fromkeys(d for a in senders for d in a.workload.dsts)
+    agents = [Agent(d, "receiver", datapath="external", command=tuple(receiver_cmd))
+              for d in dsts] if receiver_cmd else []
+    for a in senders:
+        w = a.workload
+        if w.kind != "poisson" or len(w.dsts) != 1 or w.sizes.fixed_bytes is None:
+            raise ValueError("an external program runs once per flow only for Poisson "
+                             "arrivals of one size to one destination")
+        starts = poisson_starts(a.seed, w.load, w.link_bps, w.sizes.fixed_bytes, w.count,
+                                w.duration_s)
         for k, t in enumerate(x for x in starts if x < run_s):
-            agents.append(Agent(h, "sender", datapath="external", command=tuple(sender_cmd),
-                                workload=Workload("single", dsts=(dst,), bytes=size, start_s=t,
-                                                  duration_s=run_s - t),
-                                flow_id_base=1 + i * 1_000_000 + k, out=f"{h}-{k + 1}",
-                                line_rate_bps=int(link_bps)))
+            agents.append(Agent(a.host, "sender", datapath="external", command=tuple(sender_cmd),
+                                workload=Workload("single", dsts=w.dsts, bytes=w.sizes.fixed_bytes,
+                                                  start_s=t, duration_s=run_s - t),
+                                flow_id_base=a.flow_id_base + k, out=f"{a.host}-{k + 1}",
+                                line_rate_bps=w.link_bps))
     return agents
 
 

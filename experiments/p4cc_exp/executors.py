@@ -211,13 +211,12 @@ class NamespaceLab:
                 # directory stays with the arm's results.
                 folder = outdir / a.folder
                 folder.mkdir(parents=True, exist_ok=True)
-                sender = a.role == "sender"
-                if sender and a.workload.kind == "single":
+                if a.one_flow:
                     payload = payload_file(a, folder)
                     with open(payload, "wb") as f:
                         f.truncate(a.workload.bytes)  # zeros, and no disk
                 delay = (start_ns - time.time_ns()) / 1e9 + (
-                    external_window(a)[0] if sender else 0.0)
+                    external_window(a)[0] if a.role == "sender" else 0.0)
                 return net.popen(a.host, external_command(a, net.ip, folder, delay),
                                  log=log, cwd=str(folder))
             cmd = command(a, net.ip, outdir / a.folder, start_ns,
@@ -275,7 +274,7 @@ def write_external_flows(arm, ip, outdir: Path) -> None:
     record: the analyses read the program's flow as they read p4cc's. The
     payload it was given goes (it is only zeros)."""
     for a in arm.senders():
-        if a.datapath == "external" and a.workload.kind == "single":
+        if a.one_flow:
             payload_file(a, outdir / a.folder).unlink(missing_ok=True)
             row = external_flow_row(a, ip, outdir / a.folder)
             with open(outdir / a.folder / "flows.csv", "w", newline="") as f:

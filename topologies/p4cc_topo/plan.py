@@ -26,6 +26,7 @@ experiment's ``--set``. docs/plans.md documents the schema.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -420,6 +421,13 @@ class Agent:
     def folder(self) -> str:
         return self.out or self.host
 
+    @property
+    def one_flow(self) -> bool:
+        """An external sender of one flow of a size (workload 'single'),
+        timed from its start to its exit."""
+        return (self.datapath == "external" and self.role == "sender"
+                and self.workload is not None and self.workload.kind == "single")
+
     def _check_external(self, where: str) -> None:
         import string
         if self.role not in ("sender", "receiver"):
@@ -435,7 +443,7 @@ class Agent:
             if bad:
                 _fail(f"{where}.command", f"{c!r} names {{{bad[0]}}} (known: "
                       + ", ".join("{" + f + "}" for f in EXTERNAL_FIELDS) + ")")
-            if self.role != "sender" or self.workload is None or self.workload.kind != "single":
+            if not self.one_flow:
                 own = [n for n in names if n in SINGLE_FLOW_FIELDS]
                 if own:
                     _fail(f"{where}.command", f"{c!r} names {{{own[0]}}}, which only a one-flow "
@@ -443,7 +451,7 @@ class Agent:
         if self.role != "sender":
             return
         w = self.workload
-        if w is not None and w.kind == "single":
+        if self.one_flow:
             _num(w.start_s, f"{where}.workload.start_s", 0)
             _num(w.duration_s, f"{where}.workload.duration_s", positive=True)
             return
@@ -594,10 +602,9 @@ class ArmPlan:
             a.check(f"{where}.agents[{i}]", topo.hosts)
         # A one-flow external sender's folder holds its exit record and
         # flows.csv: two sharing one would lose a flow.
-        folders = [a.folder for a in self.agents]
+        folders = Counter(a.folder for a in self.agents)
         for i, a in enumerate(self.agents):
-            if a.datapath == "external" and a.role == "sender" and a.workload.kind == "single" \
-                    and folders.count(a.folder) > 1:
+            if a.one_flow and folders[a.folder] > 1:
                 _fail(f"{where}.agents[{i}].out", f"folder {a.folder!r} is another agent's too: "
                       "give each one-flow external sender its own")
         for r in self.measure.ports + ((self.measure.queue,) if self.measure.queue else ()):

@@ -27,6 +27,11 @@ REFERENCE_FCT_WHY = ("the same flows on the same arrivals; ±20 %: the spread of
                      "implementation at load 0.9 (docs/experiments.md, pcc-fct)")
 
 
+def who(settings: dict) -> str:
+    """What ran an arm: p4cc's algorithm, or the external program's label."""
+    return settings.get("external") or cc_label(settings["cc"])
+
+
 class PccFct(Experiment):
     id = "pcc-fct"
     title = "Flow-completion time vs load: PCC vs TCP"
@@ -84,23 +89,21 @@ class PccFct(Experiment):
             arrivals = run_s - TAIL_RTTS * p["rtt"]
             for cc in p["protocols"]:
                 settings = {"cc": cc, "datapath": "user", "load": load}
-                label = f"{cc_label(cc)}, load {load:g}"
+                senders = poisson_senders(topo.role("senders"), "rx", cc, "user", load,
+                                          p["rate"], Sizes(fixed_bytes=p["size"]), p["flows"],
+                                          arrivals * 1.5, p["seed"], p["init_cwnd"])
                 if blocks.is_external(cc):
                     try:
                         snd, rcv, ext = blocks.external_commands(cc, p, one_flow=True)
                     except blocks.SkipArm:
                         continue  # the plan's notes say why
-                    agents = blocks.external_poisson_flows(
-                        topo.role("senders"), "rx", snd, rcv, load, p["rate"], p["size"],
-                        p["flows"], arrivals * 1.5, run_s, p["seed"])
+                    # p4cc's senders' flows, each a run of the program.
+                    agents = blocks.external_runs(senders, snd, rcv, run_s)
                     settings.update(datapath="external", external=ext)
-                    label = f"{ext}, load {load:g}"
                 else:
-                    agents = [blocks.receiver("rx", "user")]
-                    agents += poisson_senders(topo.role("senders"), "rx", cc, "user", load,
-                                              p["rate"], Sizes(fixed_bytes=p["size"]), p["flows"],
-                                              arrivals * 1.5, p["seed"], p["init_cwnd"])
-                out.append(blocks.arm(f"{cc}-load{round(load * 100)}", label, topo, agents, run_s,
+                    agents = [blocks.receiver("rx", "user")] + senders
+                out.append(blocks.arm(f"{cc}-load{round(load * 100)}",
+                                      f"{who(settings)}, load {load:g}", topo, agents, run_s,
                                       p["warmup"], port_towards(topo, "rx"), settings))
         return out
 
@@ -141,7 +144,7 @@ class PccFct(Experiment):
         for rn, rr, n, r in blocks.reference_pairs(summary, lambda a, b: a["load"] == b["load"]):
             verdicts.append(against_reference(
                 f"{cc_label(r['cc'])} at load {r['load']:g}: mean FCT", r["fct_mean_s"],
-                rr["fct_mean_s"], rr["label"].rsplit(", load", 1)[0], [n, rn],
+                rr["fct_mean_s"], who(results[rn]["settings"]), [n, rn],
                 rel=REFERENCE_FCT_TOLERANCE, source=REFERENCE_FCT_WHY))
         return summary, verdicts
 
@@ -152,10 +155,10 @@ class PccFct(Experiment):
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
         loads = self._loads(p)
         # Every arm that ran: p4cc's protocols, then external programs.
-        for k, cc in enumerate(dict.fromkeys(s["cc"] for s in summary.values())):
+        names = {s["cc"]: who(results[n]["settings"]) for n, s in summary.items()}
+        for k, (cc, name) in enumerate(names.items()):
             rows = sorted(((s["load"], s) for s in summary.values() if s["cc"] == cc),
                           key=lambda x: x[0])
-            name = rows[0][1]["label"].rsplit(", load", 1)[0]
             ext = {"ls": "--"} if blocks.is_external(cc) else {}
             ax1.plot([l for l, _ in rows], [s["fct_mean_s"] * 1e3 for _, s in rows], marker="o",
                      color=f"C{k}", label=name, **ext)
