@@ -29,9 +29,34 @@ impl Clock {
     pub fn now_unix(&self) -> u64 {
         self.unix(self.now())
     }
+    /// A mapping, good for times read just now, from unix-epoch stamps
+    /// (the kernel's receive times) onto this clock. CLOCK_REALTIME may
+    /// have been slewed or stepped since the clock was made, so the offset
+    /// is taken afresh from one reading of each clock.
+    pub fn real_to_mono(&self) -> RealToMono {
+        let now = self.now();
+        let real = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as i128).unwrap_or(0);
+        RealToMono { real_minus_mono: real - now as i128, now }
+    }
     /// Monotonic time corresponding to a unix timestamp (saturating at 0).
     pub fn mono_of_unix(&self, unix_ns: u64) -> u64 {
         unix_ns.saturating_sub(self.unix_at_start_ns)
+    }
+}
+
+/// See [`Clock::real_to_mono`].
+#[derive(Debug, Clone, Copy)]
+pub struct RealToMono {
+    real_minus_mono: i128,
+    /// The clock's time when the mapping was taken.
+    pub now: u64,
+}
+
+impl RealToMono {
+    /// `real_ns` on the monotonic clock, no later than `now` (a stamp
+    /// cannot be in the future; the two readings are some ns apart).
+    pub fn map(&self, real_ns: u64) -> u64 {
+        (real_ns as i128 - self.real_minus_mono).clamp(1, self.now as i128) as u64
     }
 }
 
@@ -44,4 +69,22 @@ impl Default for Clock {
 /// Current unix time in ns.
 pub fn unix_now_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn real_times_map_onto_the_run_clock() {
+        let c = Clock::new();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let before = unix_now_ns();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let m = c.real_to_mono();
+        let back = m.now - m.map(before);
+        assert!((19_000_000..40_000_000).contains(&back), "{back} ns back");
+        assert_eq!(m.map(unix_now_ns() + 1_000_000_000), m.now, "never after the reading");
+        assert_eq!(m.map(0), 1, "nor before the run");
+    }
 }

@@ -279,6 +279,12 @@ impl SenderStack {
     /// A datagram that arrived for this agent (an ACK, a returned
     /// postcard, or something foreign).
     pub fn on_datagram(&mut self, now: u64, data: &[u8], from: SocketAddrV4) -> Result<(), DatapathError> {
+        self.on_datagram_at(now, now, data, from)
+    }
+
+    /// [`SenderStack::on_datagram`] for a datagram the kernel received at
+    /// `arrived` (≤ `now`): an ACK's RTT sample ends there.
+    pub fn on_datagram_at(&mut self, now: u64, arrived: u64, data: &[u8], from: SocketAddrV4) -> Result<(), DatapathError> {
         let Some(id) = wire::ack_flow_id(data) else {
             match telemetry::feed::parse(data) {
                 // The postcard names the packet's destination: the flows
@@ -312,7 +318,7 @@ impl SenderStack {
         self.report.acks += 1;
         let t_unix = self.unix(now);
         let a = &mut self.flows[k];
-        let out = a.sender.on_ack(now, &ack);
+        let out = a.sender.on_ack_at(now, arrived, &ack);
         if out.newly_acked > 0 {
             a.series.add(t_unix, out.newly_acked);
         }

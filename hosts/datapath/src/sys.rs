@@ -1,7 +1,8 @@
 //! Thin, safe wrappers over the Linux socket calls the datapaths need:
 //! a non-blocking IPv4 UDP socket with IP_TOS / IP_RECVTOS, batched
-//! receive (recvmmsg, with the TOS byte of each datagram from its control
-//! message) and batched send (sendmmsg), and precise waits (ppoll).
+//! receive (recvmmsg, with the TOS byte and the kernel's receive time of
+//! each datagram from its control messages) and batched send (sendmmsg),
+//! and precise waits (ppoll).
 
 use std::io;
 use std::mem::{size_of, zeroed};
@@ -127,6 +128,16 @@ impl UdpSock {
         setsockopt_int(self.as_raw_fd(), libc::IPPROTO_IP, libc::IP_RECVTOS, 1)
     }
 
+    /// Stamp each received datagram with the kernel's receive time
+    /// (`SO_TIMESTAMPNS`, CLOCK_REALTIME, taken when the frame entered the
+    /// host's stack): the datagram's arrival, not when this process got
+    /// round to reading it. The kernel turns stamping on from a work item,
+    /// so the first datagrams after this call may still be stamped when
+    /// they are read.
+    pub fn set_rx_timestamps(&self) -> io::Result<()> {
+        setsockopt_int(self.as_raw_fd(), libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
+    }
+
     /// Socket buffers; tries the privileged *FORCE variants first.
     pub fn set_buffers(&self, bytes: usize) {
         let b = bytes.min(i32::MAX as usize) as libc::c_int;
@@ -181,7 +192,7 @@ impl UdpSock {
             h.msg_iov = &mut b.iovs[i];
             h.msg_iovlen = 1;
             h.msg_control = b.ctrl[i].as_mut_ptr() as *mut libc::c_void;
-            h.msg_controllen = size_of::<[u64; 8]>() as _;
+            h.msg_controllen = size_of::<Ctrl>() as _;
             b.hdrs[i] = libc::mmsghdr { msg_hdr: h, msg_len: 0 };
         }
         // SAFETY: every header points into buffers owned by `b`, which
@@ -202,6 +213,7 @@ impl UdpSock {
         for i in 0..n {
             b.lens[i] = b.hdrs[i].msg_len as usize;
             b.tos[i] = None;
+            b.rx_real_ns[i] = None;
             let h = &b.hdrs[i].msg_hdr;
             // SAFETY: CMSG_* walk the control buffer the kernel filled, bounded by msg_controllen.
             unsafe {
@@ -209,6 +221,10 @@ impl UdpSock {
                 while !c.is_null() {
                     if (*c).cmsg_level == libc::IPPROTO_IP && ((*c).cmsg_type == libc::IP_TOS || (*c).cmsg_type == libc::IP_RECVTOS) {
                         b.tos[i] = Some(*libc::CMSG_DATA(c));
+                    }
+                    if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                        let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                        b.rx_real_ns[i] = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
                     }
                     c = libc::CMSG_NXTHDR(h, c);
                 }
@@ -264,16 +280,21 @@ impl UdpSock {
     }
 }
 
+/// Room for one datagram's control messages: the TOS byte (24 bytes with
+/// its header) and a timespec (32).
+type Ctrl = [u64; 8];
+
 /// Buffers for [`UdpSock::recv_batch`].
 pub struct RecvBatch {
     cap: usize,
     bufs: Vec<u8>,
     addrs: Vec<libc::sockaddr_in>,
-    ctrl: Vec<[u64; 8]>,
+    ctrl: Vec<Ctrl>,
     iovs: Vec<libc::iovec>,
     hdrs: Vec<libc::mmsghdr>,
     lens: Vec<usize>,
     tos: Vec<Option<u8>>,
+    rx_real_ns: Vec<Option<u64>>,
     n: usize,
 }
 
@@ -293,6 +314,7 @@ impl RecvBatch {
             hdrs: (0..cap).map(|_| unsafe { zeroed() }).collect(),
             lens: vec![0; cap],
             tos: vec![None; cap],
+            rx_real_ns: vec![None; cap],
             n: 0,
         }
     }
@@ -306,6 +328,11 @@ impl RecvBatch {
     pub fn get(&self, i: usize) -> (&[u8], SocketAddrV4, Option<u8>) {
         let len = self.lens[i].min(SLOT);
         (&self.bufs[i * SLOT..i * SLOT + len], from_sockaddr_in(&self.addrs[i]), self.tos[i])
+    }
+    /// When the kernel received datagram i (unix ns), if the socket
+    /// stamps them ([`UdpSock::set_rx_timestamps`]).
+    pub fn rx_real_ns(&self, i: usize) -> Option<u64> {
+        self.rx_real_ns[i]
     }
 }
 
@@ -371,6 +398,38 @@ impl SendBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The stamp is when the kernel took the datagram, however late the
+    /// reader comes to it.
+    #[test]
+    fn rx_timestamps_are_the_kernels_not_the_readers() {
+        let rx = UdpSock::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).unwrap();
+        rx.set_rx_timestamps().unwrap();
+        rx.set_recv_tos().unwrap();
+        // The kernel turns receive stamping on from a work item; until it
+        // runs, a datagram is stamped when it is read.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let tx = UdpSock::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).unwrap();
+        tx.set_tos(0x02).unwrap();
+        let mut sb = SendBatch::new(1);
+        sb.push(&[7; 100], rx.local_addr().unwrap());
+        let sent = crate::clock::unix_now_ns();
+        assert_eq!(tx.send_batch(&mut sb).unwrap(), (1, 0));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut rb = RecvBatch::new(4);
+        assert_eq!(rx.recv_batch(&mut rb).unwrap(), 1);
+        let read = crate::clock::unix_now_ns();
+        let stamp = rb.rx_real_ns(0).expect("SO_TIMESTAMPNS gives a stamp");
+        assert!(stamp >= sent && read - stamp >= 50_000_000, "stamp {} ns after the send, {} ns before the read", stamp - sent, read - stamp);
+        assert_eq!(rb.get(0).2, Some(0x02), "the TOS byte still comes through beside it");
+        // without the option: no stamp
+        let plain = UdpSock::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).unwrap();
+        sb.push(&[8; 100], plain.local_addr().unwrap());
+        tx.send_batch(&mut sb).unwrap();
+        assert!(plain.wait_readable(1_000_000_000).unwrap());
+        assert_eq!(plain.recv_batch(&mut rb).unwrap(), 1);
+        assert_eq!(rb.rx_real_ns(0), None);
+    }
 
     #[test]
     fn batch_roundtrip_with_tos() {

@@ -117,6 +117,7 @@ pub fn run_sender(
     if opts.tos != 0 {
         sock.set_tos(opts.tos).map_err(DatapathError::Socket)?;
     }
+    sock.set_rx_timestamps().map_err(DatapathError::Socket)?;
     sock.set_buffers(opts.sock_buf);
     let local = sock.local_addr().map_err(DatapathError::Socket)?;
     let mut src_cache: HashMap<SocketAddrV4, String> = HashMap::new();
@@ -160,10 +161,11 @@ pub fn run_sender(
             if n == 0 {
                 break;
             }
-            let now = clock.now();
+            let at = clock.real_to_mono();
             for i in 0..n {
                 let (data, from, _) = rb.get(i);
-                stack.on_datagram(now, data, from)?;
+                let arrived = rb.rx_real_ns(i).map_or(at.now, |t| at.map(t));
+                stack.on_datagram_at(at.now, arrived, data, from)?;
             }
             if n < 64 {
                 break;
@@ -236,6 +238,7 @@ pub fn run_receiver(opts: &UdpReceiverOptions, clock: &Clock, stop: &AtomicBool)
     }
     let sock = UdpSock::bind(opts.listen).map_err(|e| DatapathError::Bind { addr: opts.listen.into(), source: e })?;
     sock.set_recv_tos().map_err(DatapathError::Socket)?;
+    sock.set_rx_timestamps().map_err(DatapathError::Socket)?;
     sock.set_buffers(opts.sock_buf);
     let mut out = match &opts.out_dir {
         Some(d) => Some(ReceiverLog::create(d, clock.unix(0))?),
@@ -266,10 +269,11 @@ pub fn run_receiver(opts: &UdpReceiverOptions, clock: &Clock, stop: &AtomicBool)
             break;
         }
         let n = sock.recv_batch(&mut rb).map_err(DatapathError::Socket)?;
-        let now = clock.now();
+        let at = clock.real_to_mono();
         for i in 0..n {
             let (data, from, tos) = rb.get(i);
-            if let Some(a) = recv.on_datagram(now, SocketAddr::V4(from), tos, data, sb.slot()) {
+            let arrived = rb.rx_real_ns(i).map_or(at.now, |t| at.map(t));
+            if let Some(a) = recv.on_datagram_at(at.now, arrived, SocketAddr::V4(from), tos, data, sb.slot()) {
                 if let SocketAddr::V4(to) = a.to {
                     sb.commit(a.len, to);
                 }

@@ -263,6 +263,22 @@ impl Receiver {
         buf: &[u8],
         ack_buf: &mut [u8],
     ) -> Option<AckOut> {
+        self.on_datagram_at(now_ns, now_ns, from, tos, buf, ack_buf)
+    }
+
+    /// [`Receiver::on_datagram`] for a datagram the kernel received at
+    /// `arrived_ns` (≤ `now_ns`): its ACK tells the sender how long it
+    /// waited here (`rx_hold_us`).
+    pub fn on_datagram_at(
+        &mut self,
+        now_ns: u64,
+        arrived_ns: u64,
+        from: SocketAddr,
+        tos: Option<u8>,
+        buf: &[u8],
+        ack_buf: &mut [u8],
+    ) -> Option<AckOut> {
+        let rx_hold_us = (now_ns.saturating_sub(arrived_ns) / 1_000).min(u16::MAX as u64) as u16;
         self.stats.datagrams += 1;
         let pkt = match wire::parse_data(buf) {
             Ok(p) => p,
@@ -324,6 +340,7 @@ impl Receiver {
                     raw_max_qdepth: 0,
                     depth_unit: 0,
                     shim_flags: 0,
+                    rx_hold_us,
                     sacks: vec![],
                     hops: vec![],
                     int_hops: vec![],
@@ -518,6 +535,7 @@ impl Receiver {
             raw_max_qdepth: shim.max_qdepth,
             depth_unit: shim.depth_unit.as_u8(),
             shim_flags: shim.flags,
+            rx_hold_us,
             sacks,
             hops,
             int_hops,
@@ -766,6 +784,26 @@ mod tests {
         let p = Ack::parse(&ack[..a.len]).unwrap();
         assert!(!p.int() && p.int_hops.is_empty());
         assert_eq!(p.hops, vec![record(1).hop_record()]);
+    }
+
+    #[test]
+    fn an_ack_says_how_long_its_trigger_waited_here() {
+        let mut r = Receiver::new(ReceiverConfig::default());
+        let mut ack = [0u8; wire::MAX_ACK_LEN];
+        let pkt = |seq| data(&Shim::empty(), seq, 1000);
+        let hold = |r: &mut Receiver, now, arrived, seq| {
+            let mut ack = [0u8; wire::MAX_ACK_LEN];
+            let a = r.on_datagram_at(now, arrived, peer(0), ECT0, &pkt(seq), &mut ack).expect("ACK at once");
+            Ack::parse(&ack[..a.len]).unwrap().rx_hold_us
+        };
+        // read 250.9 µs after the kernel had it: 250 µs, whole µs down
+        assert_eq!(hold(&mut r, 1_000_000, 749_100, 0), 250);
+        // read at once, or with no kernel stamp: nothing held
+        assert_eq!(hold(&mut r, 2_000_000, 2_000_000, 1000), 0);
+        let a = r.on_datagram(3_000_000, peer(0), ECT0, &pkt(2000), &mut ack).unwrap();
+        assert_eq!(Ack::parse(&ack[..a.len]).unwrap().rx_hold_us, 0);
+        // a stall longer than the field saturates rather than wraps
+        assert_eq!(hold(&mut r, 900_000_000, 800_000_000, 3000), u16::MAX);
     }
 
     /// The CNP flags of the ACKs flow `i` gets for data packets at `times`

@@ -721,6 +721,17 @@ impl FlowSender {
 
     /// Processes an ACK of this flow.
     pub fn on_ack(&mut self, now_ns: u64, ack: &Ack) -> AckOutcome {
+        self.on_ack_at(now_ns, now_ns, ack)
+    }
+
+    /// [`Sender::on_ack`] for an ACK the kernel received at `arrived_ns`
+    /// (≤ `now_ns`). The RTT sample runs from the trigger's send to the
+    /// ACK's arrival, less the time the trigger waited at the receiver
+    /// (`rx_hold_us`): the path's round trip, without either host's
+    /// delay in getting to its socket, as a NIC's timestamps would give
+    /// it (TIMELY, SIGCOMM 2015, times its RTTs on the NIC).
+    pub fn on_ack_at(&mut self, now_ns: u64, arrived_ns: u64, ack: &Ack) -> AckOutcome {
+        let arrived_ns = arrived_ns.min(now_ns);
         let mut out = AckOutcome::default();
         if self.is_done() {
             return out;
@@ -777,8 +788,14 @@ impl FlowSender {
             }
         }
 
-        // RTT from the echoed timestamp of the packet that triggered the ACK
-        let rtt = (ack.echo_ts_ns >= self.start_ns && ack.echo_ts_ns <= now_ns).then(|| now_ns - ack.echo_ts_ns);
+        // RTT from the echoed timestamp of the packet that triggered the
+        // ACK; a hold longer than the whole round trip cannot be, and is
+        // not taken out.
+        let rtt = (ack.echo_ts_ns >= self.start_ns && ack.echo_ts_ns <= arrived_ns).then(|| {
+            let raw = arrived_ns - ack.echo_ts_ns;
+            let hold = ack.rx_hold_us as u64 * 1_000;
+            if hold < raw { raw - hold } else { raw }
+        });
         if let Some(r) = rtt {
             self.update_rtt(r);
             self.rack_ts_ns = self.rack_ts_ns.max(ack.echo_ts_ns);
@@ -1024,6 +1041,7 @@ mod tests {
             raw_max_qdepth: 0,
             depth_unit: 0,
             shim_flags: 0,
+            rx_hold_us: 0,
             sacks: sacks.iter().map(|&(start, end)| wire::SackBlock { start, end }).collect(),
             hops: vec![],
             int_hops: vec![],
@@ -1106,6 +1124,32 @@ mod tests {
         // and the version-1 view as queue reports, as before
         assert_eq!(l.hops[0].len(), 2);
         assert_eq!((l.hops[0][0].hop, l.hops[0][0].depth_pkts, l.hops[0][0].at_us), ((2 << 16) | 5, 2.0, 7_000_000 - 2));
+    }
+
+    /// The RTT sample ends at the ACK's arrival, not when the sender read
+    /// it, and leaves out the time the trigger waited at the receiver.
+    #[test]
+    fn rtt_runs_from_send_to_arrival_less_the_receivers_hold() {
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Log::default()));
+        let cfg = SenderConfig { mss: 1000, ..Default::default() };
+        let mut s = FlowSender::new(1, 5, FlowSize::Bytes(3000), Box::new(Recorder(log.clone())), cfg, 0);
+        let mut buf = vec![0u8; 2048];
+        for t in [10_000, 20_000, 30_000] {
+            assert!(matches!(s.poll_transmit(t, &mut buf), Transmit::Packet(_)));
+        }
+        // sent at 10 µs, arrived at 1 010 µs, read at 1 400 µs, 200 µs held
+        let mut a = ack(1000, &[], 10_000, false);
+        a.rx_hold_us = 200;
+        let out = s.on_ack_at(1_400_000, 1_010_000, &a);
+        assert_eq!(out.rtt_ns, Some(800_000));
+        assert_eq!(log.lock().unwrap().events.last().unwrap(), "ack 1400000", "the algorithm still acts now");
+        // without a kernel stamp (on_ack) and nothing held: send to now
+        let out = s.on_ack(1_500_000, &ack(2000, &[], 20_000, false));
+        assert_eq!(out.rtt_ns, Some(1_480_000));
+        // a hold longer than the round trip cannot be: not taken out
+        let mut a = ack(3000, &[], 30_000, false);
+        a.rx_hold_us = 5_000;
+        assert_eq!(s.on_ack_at(1_600_000, 1_530_000, &a).rtt_ns, Some(1_500_000));
     }
 
     /// A rate-only algorithm whose rate the test sets, with one timer.

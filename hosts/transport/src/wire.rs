@@ -232,6 +232,11 @@ pub struct Ack {
     pub raw_max_qdepth: u32,
     pub depth_unit: u8,
     pub shim_flags: u8,
+    /// How long the trigger waited at the receiver between the kernel's
+    /// receiving it and the receiver's reading it, µs (saturating; 0 where
+    /// nobody measured). The sender takes it out of its RTT sample: it is
+    /// the receiving host's scheduling, not the path.
+    pub rx_hold_us: u16,
     pub sacks: Vec<SackBlock>,
     /// Hop records of the triggering packet, newest first, version-1 view
     /// (µs). With [`AF_INT`] they are the view of `int_hops` (what is on
@@ -280,8 +285,7 @@ impl Ack {
         b[60..64].copy_from_slice(&self.raw_max_qdepth.to_be_bytes());
         b[64] = self.depth_unit;
         b[65] = self.shim_flags;
-        b[66] = 0;
-        b[67] = 0;
+        b[66..68].copy_from_slice(&self.rx_hold_us.to_be_bytes());
         let mut o = ACK_FIXED_LEN;
         for s in &self.sacks[..ns] {
             b[o..o + 8].copy_from_slice(&s.start.to_be_bytes());
@@ -380,6 +384,7 @@ impl Ack {
             raw_max_qdepth: be32(b, 60),
             depth_unit: b[64],
             shim_flags: b[65],
+            rx_hold_us: be16(b, 66),
             sacks,
             hops,
             int_hops,
@@ -478,6 +483,7 @@ mod tests {
             raw_max_qdepth: 10,
             depth_unit: 1,
             shim_flags: 1,
+            rx_hold_us: 0xBEEF,
             sacks: vec![SackBlock { start: 10, end: 20 }, SackBlock { start: 30, end: 40 }],
             hops: vec![HopRecord { switch_id: 1, egress_port: 2, enq_qdepth: 3, deq_timedelta_us: 4, egress_ts_us: 5 }],
             int_hops: vec![],
@@ -529,6 +535,7 @@ mod tests {
             raw_max_qdepth: 3,
             depth_unit: 0,
             shim_flags: 0,
+            rx_hold_us: 0,
             sacks: vec![SackBlock { start: 2576, end: 3864 }],
             hops: int_hops.iter().map(IntHopRecord::hop_record).collect(),
             int_hops,
