@@ -724,7 +724,7 @@ impl FlowSender {
         self.on_ack_at(now_ns, now_ns, ack)
     }
 
-    /// [`Sender::on_ack`] for an ACK the kernel received at `arrived_ns`
+    /// [`FlowSender::on_ack`] for an ACK the kernel received at `arrived_ns`
     /// (≤ `now_ns`). The RTT sample runs from the trigger's send to the
     /// ACK's arrival, less the time the trigger waited at the receiver
     /// (`rx_hold_us`): the path's round trip, without either host's
