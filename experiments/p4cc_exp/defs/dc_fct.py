@@ -96,8 +96,8 @@ class DcFct(Experiment):
         Param("incast_events", 5, "the incast scenario's arrivals last at least as long as this "
               "many incast events take on average (more background flows then)", float, 0, 10**6),
         Param("base_rtt_us", 0, "the RTT with empty queues the delay-based algorithms are "
-              "given, µs (0: the longest path's, from the topology; the namespace lab's "
-              "user-space stacks add ~450 µs)", float, 0, 1e6),
+              "given, µs (0: the longest path's, from the topology; in the namespace lab the "
+              "hosts measure more: the user-space switch and the hosts' send paths)", float, 0, 1e6),
         Param("swift_queue_us", 25, "Swift's target above the base RTT, µs (at least 4 packet "
               "times)", float, 0, 1e6),
         Param("sample", 101, "postcard 1-in-N sampling (the ToR queue towards the first host)",

@@ -223,7 +223,8 @@ class IntIncast(Experiment):
         Param("settle", 2, "seconds after the burst before utilisation is measured again",
               seconds, 0, 600),
         Param("base_rtt_us", 450, "the path's RTT with empty queues as hosts measure it, µs "
-              "(user-space stacks in real time: ~450; 0: from the topology)", float, 0, 1e6),
+              "(the namespace lab at its defaults: ~450–550, the topology's 320 and the user-space "
+              "switch's and hosts' processing; 0: from the topology)", float, 0, 1e6),
         Param("swift_queue_us", 25, "Swift's target above the base RTT, µs (at least 4 "
               "packet times)", float, 0, 1e6),
         Param("protocols", "hpcc,powertcp,theta-powertcp,swift,dcqcn,timely,dctcp", "arms",

@@ -45,7 +45,8 @@ TIMELY_PARAMS = [
     Param("delta_mbps", 0.5, "TIMELY additive step δ (paper: 10 Mbps at 10 Gbps)", float),
     Param("beta", 0.8, "TIMELY β", float),
     Param("base_rtt_us", 450, "the path's RTT with empty queues, as the hosts measure it "
-          "(user-space stacks here: ~450 µs; the paper's NIC timestamps: ~20 µs)", float),
+          "(the namespace lab at timely-incast's 50 Mb/s: ~450–500 µs; the paper's NIC "
+          "timestamps: ~20 µs)", float),
     Param("thigh_us", 500, "TIMELY Thigh above the base RTT, µs (paper: 500)", float),
     Param("tlow_us", 50, "TIMELY Tlow above the base RTT, µs (paper: 50)", float),
 ]
