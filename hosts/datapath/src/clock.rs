@@ -53,10 +53,12 @@ pub struct RealToMono {
 }
 
 impl RealToMono {
-    /// `real_ns` on the monotonic clock, no later than `now` (a stamp
-    /// cannot be in the future; the two readings are some ns apart).
-    pub fn map(&self, real_ns: u64) -> u64 {
-        (real_ns as i128 - self.real_minus_mono).clamp(1, self.now as i128) as u64
+    /// When a datagram the kernel stamped `real_ns` arrived, on the
+    /// monotonic clock: no later than `now` (a stamp cannot be in the
+    /// future; the two readings are some ns apart), and `now` for a
+    /// datagram without a stamp.
+    pub fn arrival(&self, real_ns: Option<u64>) -> u64 {
+        real_ns.map_or(self.now, |r| (r as i128 - self.real_minus_mono).clamp(1, self.now as i128) as u64)
     }
 }
 
@@ -82,9 +84,10 @@ mod tests {
         let before = unix_now_ns();
         std::thread::sleep(std::time::Duration::from_millis(20));
         let m = c.real_to_mono();
-        let back = m.now - m.map(before);
+        let back = m.now - m.arrival(Some(before));
         assert!((19_000_000..40_000_000).contains(&back), "{back} ns back");
-        assert_eq!(m.map(unix_now_ns() + 1_000_000_000), m.now, "never after the reading");
-        assert_eq!(m.map(0), 1, "nor before the run");
+        assert_eq!(m.arrival(Some(unix_now_ns() + 1_000_000_000)), m.now, "never after the reading");
+        assert_eq!(m.arrival(Some(0)), 1, "nor before the run");
+        assert_eq!(m.arrival(None), m.now, "no stamp: read now");
     }
 }

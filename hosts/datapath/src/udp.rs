@@ -164,8 +164,7 @@ pub fn run_sender(
             let at = clock.real_to_mono();
             for i in 0..n {
                 let (data, from, _) = rb.get(i);
-                let arrived = rb.rx_real_ns(i).map_or(at.now, |t| at.map(t));
-                stack.on_datagram_at(at.now, arrived, data, from)?;
+                stack.on_datagram_at(at.now, at.arrival(rb.rx_real_ns(i)), data, from)?;
             }
             if n < 64 {
                 break;
@@ -272,7 +271,7 @@ pub fn run_receiver(opts: &UdpReceiverOptions, clock: &Clock, stop: &AtomicBool)
         let at = clock.real_to_mono();
         for i in 0..n {
             let (data, from, tos) = rb.get(i);
-            let arrived = rb.rx_real_ns(i).map_or(at.now, |t| at.map(t));
+            let arrived = at.arrival(rb.rx_real_ns(i));
             if let Some(a) = recv.on_datagram_at(at.now, arrived, SocketAddr::V4(from), tos, data, sb.slot()) {
                 if let SocketAddr::V4(to) = a.to {
                     sb.commit(a.len, to);
