@@ -14,7 +14,7 @@ pub struct Clock {
 impl Clock {
     pub fn new() -> Clock {
         let start = Instant::now();
-        let unix_at_start_ns = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
+        let unix_at_start_ns = unix_now_ns();
         Clock { start, unix_at_start_ns }
     }
     /// Monotonic ns since the clock was created (never 0 after the first call).
@@ -35,8 +35,7 @@ impl Clock {
     /// is taken afresh from one reading of each clock.
     pub fn real_to_mono(&self) -> RealToMono {
         let now = self.now();
-        let real = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as i128).unwrap_or(0);
-        RealToMono { real_minus_mono: real - now as i128, now }
+        RealToMono { real_minus_mono: unix_now_ns() as i128 - now as i128, now }
     }
     /// Monotonic time corresponding to a unix timestamp (saturating at 0).
     pub fn mono_of_unix(&self, unix_ns: u64) -> u64 {
